@@ -1,0 +1,120 @@
+/*
+ * coz.h: progress points for the causal profiler.
+ *
+ * Binary-compatible with the original Coz header: code instrumented for Coz
+ * builds unchanged against this file, and code built against Coz's header
+ * works with our runtime. The runtime (libcoz.so, loaded by `coz run`) exports
+ *   coz_counter_t* _coz_get_counter(int type, const char* name);
+ *   void _coz_pre_block(void);
+ *   void _coz_post_block(int skip_delays);
+ *   void _coz_catch_up(void);
+ * Without the runtime, each macro resolves its symbol once (dlsym) and from
+ * then on costs one well-predicted branch.
+ */
+#ifndef COZ_H
+#define COZ_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+#define COZ_COUNTER_TYPE_THROUGHPUT 1
+#define COZ_COUNTER_TYPE_BEGIN 2
+#define COZ_COUNTER_TYPE_END 3
+
+/* Weak, so that programs need not link libdl on old C libraries. */
+void* dlsym(void* handle, const char* symbol) __attribute__((weak));
+
+typedef struct {
+  size_t count;   /* incremented by the program, read by the profiler */
+  size_t backoff; /* reserved (Coz ABI); unused */
+} coz_counter_t;
+
+typedef coz_counter_t* (*coz_get_counter_t)(int, const char*);
+
+/* Looks a runtime function up once per translation unit; NULL without the runtime. */
+static inline void* _coz_lookup(const char* symbol) {
+  void* p = 0;
+  if (dlsym) p = dlsym(RTLD_DEFAULT, symbol);
+  return p;
+}
+
+/* Marks "resolution not attempted yet"; never a valid counter address. */
+#define COZ_COUNTER_UNRESOLVED ((coz_counter_t*)1)
+
+static inline coz_counter_t* _coz_resolve_counter(int type, const char* name) {
+  coz_get_counter_t fn;
+  void* p = _coz_lookup("_coz_get_counter");
+  if (!p) return 0;
+  memcpy(&fn, &p, sizeof(p)); /* object pointer to function pointer, without a pedantic warning */
+  return fn(type, name);
+}
+
+/* The counter starts UNRESOLVED; the first pass resolves it to a counter or to
+ * NULL. Without the runtime every later pass is the single `!= 0` test. The
+ * `if (1) {...}` shape (as in Coz) keeps `COZ_PROGRESS` valid with or without
+ * a trailing semicolon. */
+#define COZ_INCREMENT_COUNTER(type, name)                                               \
+  if (1) {                                                                              \
+    static coz_counter_t* _coz_counter = COZ_COUNTER_UNRESOLVED;                        \
+    coz_counter_t* _coz_c = __atomic_load_n(&_coz_counter, __ATOMIC_RELAXED);           \
+    if (__builtin_expect(_coz_c != 0, 0)) {                                             \
+      if (_coz_c == COZ_COUNTER_UNRESOLVED) {                                           \
+        _coz_c = _coz_resolve_counter(type, name);                                      \
+        __atomic_store_n(&_coz_counter, _coz_c, __ATOMIC_RELAXED);                      \
+      }                                                                                 \
+      if (_coz_c) __atomic_add_fetch(&_coz_c->count, 1, __ATOMIC_RELAXED);              \
+    }                                                                                   \
+  }
+
+#define COZ_STR2_(x) #x
+#define COZ_STR_(x) COZ_STR2_(x)
+
+/* Throughput point named "file:line". */
+#define COZ_PROGRESS COZ_INCREMENT_COUNTER(COZ_COUNTER_TYPE_THROUGHPUT, __FILE__ ":" COZ_STR_(__LINE__))
+/* Throughput point with a chosen name. */
+#define COZ_PROGRESS_NAMED(name) COZ_INCREMENT_COUNTER(COZ_COUNTER_TYPE_THROUGHPUT, name)
+/* Latency point: a transaction named `name` starts / ends here. */
+#define COZ_BEGIN(name) COZ_INCREMENT_COUNTER(COZ_COUNTER_TYPE_BEGIN, name)
+#define COZ_END(name) COZ_INCREMENT_COUNTER(COZ_COUNTER_TYPE_END, name)
+
+/* Custom synchronisation (for waits the runtime cannot see, e.g. a spin-wait
+ * hand-off): call COZ_PRE_BLOCK before waiting, COZ_POST_BLOCK(1) after being
+ * woken by another thread (0 if woken by a timeout or the outside world), and
+ * COZ_CATCH_UP before waking another thread. */
+typedef void (*coz_void_fn_t)(void);
+typedef void (*coz_post_block_fn_t)(int);
+
+#define COZ_CALL_RUNTIME_(symbol, fn_type, args)                \
+  if (1) {                                                       \
+    static void* _coz_fp = (void*)1;                             \
+    void* _coz_p = __atomic_load_n(&_coz_fp, __ATOMIC_RELAXED);  \
+    if (_coz_p == (void*)1) {                                    \
+      _coz_p = _coz_lookup(symbol);                              \
+      __atomic_store_n(&_coz_fp, _coz_p, __ATOMIC_RELAXED);      \
+    }                                                            \
+    if (_coz_p) {                                                \
+      fn_type _coz_f;                                            \
+      memcpy(&_coz_f, &_coz_p, sizeof(_coz_p));                  \
+      _coz_f args;                                               \
+    }                                                            \
+  }
+
+#define COZ_PRE_BLOCK() COZ_CALL_RUNTIME_("_coz_pre_block", coz_void_fn_t, ())
+#define COZ_POST_BLOCK(skip) COZ_CALL_RUNTIME_("_coz_post_block", coz_post_block_fn_t, ((int)(skip)))
+#define COZ_CATCH_UP() COZ_CALL_RUNTIME_("_coz_catch_up", coz_void_fn_t, ())
+
+#if defined(__cplusplus)
+}
+#endif
+
+#endif /* COZ_H */

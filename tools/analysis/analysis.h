@@ -1,0 +1,50 @@
+// Causal analysis of a profile: program speedup as a function of line speedup.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profile.h"
+
+namespace coz::analysis {
+
+enum class PointKind { Throughput, Latency };
+
+/// Pooled result of all experiments on one line at one speedup, for one point.
+struct SpeedupEstimate {
+  double line_speedup = 0.0;     // 0..1
+  double program_speedup = 0.0;  // (P(0) - P(s)) / P(0); positive = the program got better
+  uint64_t experiments = 0;
+  uint64_t visits = 0;           // progress visits (throughput) or arrivals (latency) pooled
+  uint64_t duration_ns = 0;      // effective duration pooled
+};
+
+/// Everything known about one (line, progress point) pair.
+struct LineEffect {
+  std::string line;   // "FILE:LINE"
+  std::string point;  // progress point name
+  PointKind kind = PointKind::Throughput;
+  std::vector<SpeedupEstimate> curve;  // sorted by line_speedup; index 0 is the 0% baseline when present
+  double impact = 0.0;        // summary used for ranking (see analysis.cpp)
+  double max_effect = 0.0;    // largest program speedup measured on the curve
+  uint64_t experiments = 0;   // experiments behind the curve, baseline included
+  uint64_t samples = 0;       // samples attributed to the line (conventional profile)
+  double sample_share = 0.0;  // samples / all samples, 0..1
+};
+
+struct AnalysisOptions {
+  uint64_t min_experiments = 1;  // drop lines with fewer experiments
+  std::string point;             // keep only this progress point (empty: all)
+};
+
+struct Analysis {
+  std::vector<LineEffect> effects;  // ranked: largest impact first
+  uint64_t experiments = 0;
+  uint64_t total_samples = 0;
+  std::vector<std::string> points;  // every progress point seen
+};
+
+Analysis analyze(const Profile& profile, const AnalysisOptions& options = {});
+
+}  // namespace coz::analysis

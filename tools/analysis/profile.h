@@ -1,0 +1,51 @@
+// A profile as read from one or more `.coz` files (ours or Coz's).
+// See docs/profile-format.md for the records.
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace coz::analysis {
+
+struct ThroughputMeasurement {
+  std::string name;
+  uint64_t delta = 0;  // visits during the experiment
+};
+
+struct LatencyMeasurement {
+  std::string name;
+  uint64_t arrivals = 0;
+  uint64_t departures = 0;
+  int64_t difference = 0;        // in flight at the end of the experiment
+  double mean_in_flight = -1.0;  // time-averaged in flight; < 0 when the file has none (Coz)
+};
+
+struct Experiment {
+  std::string selected;  // "FILE:LINE"
+  double speedup = 0.0;  // 0..1
+  uint64_t duration_ns = 0;  // effective duration (pauses already subtracted)
+  uint64_t selected_samples = 0;
+  std::vector<ThroughputMeasurement> throughput;
+  std::vector<LatencyMeasurement> latency;
+};
+
+struct Profile {
+  std::vector<Experiment> experiments;
+  std::map<std::string, uint64_t> samples;  // "FILE:LINE" -> samples (summed over records)
+  uint64_t runtime_ns = 0;                  // summed over processes/runs
+  std::vector<std::string> warnings;        // "file:line: what was wrong" for each skipped line
+};
+
+/// Appends the records read from `in` to `profile`. `source_name` is used in
+/// warnings. Accepts our format, Coz's tab-separated format and Coz's
+/// JSON-lines form. Never throws on bad input: a malformed line is skipped
+/// with a warning.
+void read_profile(std::istream& in, const std::string& source_name, Profile& profile);
+
+/// Reads a file; returns false (with a warning) if it cannot be opened.
+bool read_profile_file(const std::string& path, Profile& profile);
+
+}  // namespace coz::analysis
