@@ -1,1 +1,91 @@
-// placeholder
+#include "delay.h"
+
+namespace coz {
+namespace {
+
+/// Marks the thread as inside ledger code for the scope, so its signal
+/// handler does not pay concurrently (which would pay twice).
+class BusyScope {
+ public:
+  explicit BusyScope(ThreadLedger& t) : t_(t), was_busy_(t.busy.exchange(true, std::memory_order_relaxed)) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~BusyScope() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t_.busy.store(was_busy_, std::memory_order_relaxed);
+  }
+  bool nested() const { return was_busy_; }
+
+ private:
+  ThreadLedger& t_;
+  bool was_busy_;
+};
+
+}  // namespace
+
+void DelayLedger::begin_experiment(uint64_t delay_per_sample_ns) {
+  forgive_below_.store(global_.load(std::memory_order_acquire), std::memory_order_release);
+  delay_per_sample_.store(delay_per_sample_ns, std::memory_order_release);
+}
+
+void DelayLedger::end_experiment() { delay_per_sample_.store(0, std::memory_order_release); }
+
+void DelayLedger::start_thread(ThreadLedger& child, uint64_t creator_local) const {
+  child.local.store(creator_local, std::memory_order_relaxed);
+  child.pre_block_global = 0;
+  child.busy.store(false, std::memory_order_relaxed);
+}
+
+void DelayLedger::credit_sample(ThreadLedger& t) {
+  uint64_t d = delay_per_sample_.load(std::memory_order_relaxed);
+  if (d == 0) return;
+  t.local.fetch_add(d, std::memory_order_relaxed);
+  global_.fetch_add(d, std::memory_order_acq_rel);
+}
+
+void DelayLedger::forgive_old_debt(ThreadLedger& t) const {
+  uint64_t floor = forgive_below_.load(std::memory_order_acquire);
+  uint64_t local = t.local.load(std::memory_order_relaxed);
+  while (local < floor && !t.local.compare_exchange_weak(local, floor, std::memory_order_relaxed)) {
+  }
+}
+
+uint64_t DelayLedger::owed(ThreadLedger& t) const {
+  forgive_old_debt(t);
+  uint64_t g = global();
+  uint64_t local = t.local.load(std::memory_order_relaxed);
+  return g > local ? g - local : 0;
+}
+
+uint64_t DelayLedger::pay(ThreadLedger& t) {
+  BusyScope busy(t);
+  uint64_t due = owed(t);
+  if (due == 0) return 0;
+  uint64_t slept = sleep_(due);
+  t.local.fetch_add(slept, std::memory_order_relaxed);
+  total_paused_.fetch_add(slept, std::memory_order_relaxed);
+  return slept;
+}
+
+uint64_t DelayLedger::pay_from_signal(ThreadLedger& t) {
+  if (t.busy.load(std::memory_order_relaxed)) return 0;
+  return pay(t);
+}
+
+void DelayLedger::pre_block(ThreadLedger& t) {
+  BusyScope busy(t);
+  t.pre_block_global = global();
+}
+
+void DelayLedger::post_block(ThreadLedger& t, bool skip) {
+  {
+    BusyScope busy(t);
+    if (skip) {
+      uint64_t g = global();
+      if (g > t.pre_block_global) t.local.fetch_add(g - t.pre_block_global, std::memory_order_relaxed);
+    }
+  }
+  pay(t);
+}
+
+}  // namespace coz

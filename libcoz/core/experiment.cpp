@@ -1,1 +1,38 @@
-// placeholder
+#include "experiment.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace coz {
+
+namespace {
+constexpr int speedup_steps = 20;  // 5% steps: 5%, 10%, ..., 100%
+}
+
+ExperimentScheduler::ExperimentScheduler(const Config& config, uint64_t seed) : config_(config), rng_(seed) {}
+
+double ExperimentScheduler::choose_speedup() {
+  if (config_.fixed_speedup_percent >= 0) return config_.fixed_speedup_percent / 100.0;
+  std::uniform_real_distribution<double> coin(0.0, 1.0);
+  if (coin(rng_) < config_.zero_speedup_share) return 0.0;
+  std::uniform_int_distribution<int> step(1, speedup_steps);
+  return step(rng_) / static_cast<double>(speedup_steps);
+}
+
+uint64_t ExperimentScheduler::choose_length(const std::vector<VisitRate>& rates) const {
+  double needed_ns = static_cast<double>(config_.experiment_min_ns);
+  for (const auto& r : rates) {
+    if (r.visits == 0 || r.ns == 0) continue;  // never reached yet: nothing to size for
+    double ns_per_visit = static_cast<double>(r.ns) / static_cast<double>(r.visits);
+    double want = ns_per_visit * static_cast<double>(config_.target_visits);
+    if (want > static_cast<double>(config_.experiment_max_ns)) continue;  // too rare: do not let it starve the rest
+    needed_ns = std::max(needed_ns, want);
+  }
+  return static_cast<uint64_t>(std::min(needed_ns, static_cast<double>(config_.experiment_max_ns)));
+}
+
+uint64_t ExperimentScheduler::delay_per_sample(double speedup) const {
+  return static_cast<uint64_t>(std::llround(speedup * static_cast<double>(config_.sample_period_ns)));
+}
+
+}  // namespace coz

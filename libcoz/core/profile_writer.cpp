@@ -1,1 +1,92 @@
-// placeholder
+#include "profile_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace coz {
+
+namespace {
+/// Tabs and newlines would break the record syntax; names never need them.
+std::string clean(const std::string& s) {
+  std::string out = s;
+  for (char& c : out) {
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  }
+  return out;
+}
+}  // namespace
+
+ProfileWriter::~ProfileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool ProfileWriter::open(const std::string& path, std::string& error) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    error = fmt::format("cannot open profile {}: {}", path, std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+void ProfileWriter::append(const std::string& block) {
+  if (fd_ < 0 || block.empty()) return;
+  const char* p = block.data();
+  size_t left = block.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+std::string ProfileWriter::format_startup(uint64_t realtime_ns, int pid, int parent_pid,
+                                          const std::string& command) {
+  return fmt::format("startup\ttime={}\nprocess\tpid={}\tparent={}\tcommand={}\n", realtime_ns, pid, parent_pid,
+                     clean(command));
+}
+
+std::string ProfileWriter::format_experiment(const ExperimentResult& e) {
+  std::string out = fmt::format("experiment\tselected={}\tspeedup={:.2f}\tduration={}\tselected-samples={}\n",
+                                clean(e.selected), e.speedup, e.duration_ns, e.selected_samples);
+  for (const auto& p : e.points) {
+    if (!p.latency) {
+      out += fmt::format("throughput-point\tname={}\tdelta={}\n", clean(p.name), p.delta);
+    } else {
+      out += fmt::format("latency-point\tname={}\tarrivals={}\tdepartures={}\tdifference={}", clean(p.name),
+                         p.arrivals, p.departures, p.difference);
+      if (p.mean_in_flight >= 0) out += fmt::format("\tmean-in-flight={:.6g}", p.mean_in_flight);
+      out += '\n';
+    }
+  }
+  return out;
+}
+
+std::string ProfileWriter::format_samples(const std::vector<std::pair<std::string, uint64_t>>& samples) {
+  std::string out;
+  for (const auto& [location, count] : samples) {
+    out += fmt::format("samples\tlocation={}\tcount={}\n", clean(location), count);
+  }
+  return out;
+}
+
+void ProfileWriter::write_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command) {
+  append(format_startup(realtime_ns, pid, parent_pid, command));
+}
+
+void ProfileWriter::write_experiment(const ExperimentResult& e) { append(format_experiment(e)); }
+
+void ProfileWriter::write_samples(const std::vector<std::pair<std::string, uint64_t>>& samples) {
+  append(format_samples(samples));
+}
+
+void ProfileWriter::write_runtime(uint64_t ns) { append(fmt::format("runtime\ttime={}\n", ns)); }
+
+}  // namespace coz

@@ -1,1 +1,391 @@
-// placeholder
+// Every libc function libcoz.so interposes. Each wrapper has one of three
+// shapes: catch up before waking someone; pre-block / call / post-block
+// around a wait (skipping the delays that accrued while blocked only when
+// another thread ended the wait); or pass-through with a small adjustment.
+// See delay.h for why.
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "real.h"
+#include "runtime.h"
+#include "sampler.h"
+#include "thread_registry.h"
+
+using coz::real::functions;
+
+namespace {
+
+/// Brackets a wait: pre-block on entry; post_block(skip) on exit keeps errno.
+class Wait {
+ public:
+  Wait() { coz::thread_pre_block(); }
+  void done(bool woken_by_thread) {
+    int saved = errno;
+    coz::thread_post_block(woken_by_thread);
+    errno = saved;
+  }
+};
+
+/// Before waking another thread: pay our own delays first (keeps errno).
+void catch_up() {
+  int saved = errno;
+  coz::thread_catch_up();
+  errno = saved;
+}
+
+struct ThreadStart {
+  void* (*fn)(void*);
+  void* arg;
+  uint64_t creator_local;
+};
+
+void* thread_trampoline(void* p) {
+  ThreadStart start = *static_cast<ThreadStart*>(p);
+  std::free(p);
+  coz::register_current_thread(start.creator_local);
+  return start.fn(start.arg);  // unregistered by a key destructor, also on pthread_exit
+}
+
+/// Keeps the sample signal deliverable whatever mask the program sets.
+const sigset_t* without_sample_signal(int how, const sigset_t* set, sigset_t& copy) {
+  if (!set || how == SIG_UNBLOCK || !sigismember(set, coz::sample_signal)) return set;
+  copy = *set;
+  sigdelset(&copy, coz::sample_signal);
+  return &copy;
+}
+
+bool is_futex_wait(int op) { return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET || op == FUTEX_WAIT_REQUEUE_PI; }
+bool is_futex_wake(int op) {
+  return op == FUTEX_WAKE || op == FUTEX_WAKE_BITSET || op == FUTEX_REQUEUE || op == FUTEX_CMP_REQUEUE ||
+         op == FUTEX_WAKE_OP || op == FUTEX_UNLOCK_PI;
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- threads ---------------------------------------------------------------
+
+/// A new thread inherits its creator's local delay: it owes nothing from before it existed.
+int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) {
+  if (!coz::runtime()) return functions().pthread_create(thread, attr, fn, arg);
+  catch_up();
+  auto* start = static_cast<ThreadStart*>(std::malloc(sizeof(ThreadStart)));
+  if (!start) return EAGAIN;
+  *start = ThreadStart{fn, arg, coz::thread_local_delay()};
+  int err = functions().pthread_create(thread, attr, &thread_trampoline, start);
+  if (err != 0) std::free(start);
+  return err;
+}
+
+/// Woken by the exiting thread, which paid its delays before exiting.
+int pthread_join(pthread_t thread, void** result) {
+  Wait w;
+  int err = functions().pthread_join(thread, result);
+  w.done(true);
+  return err;
+}
+
+/// Joined (woken by the exiting thread) or timed out (pays).
+int pthread_timedjoin_np(pthread_t thread, void** result, const struct timespec* abstime) {
+  Wait w;
+  int err = functions().pthread_timedjoin_np(thread, result, abstime);
+  w.done(err == 0);
+  return err;
+}
+
+/// As pthread_timedjoin_np.
+int pthread_clockjoin_np(pthread_t thread, void** result, clockid_t clock, const struct timespec* abstime) {
+  Wait w;
+  int err = functions().pthread_clockjoin_np(thread, result, clock, abstime);
+  w.done(err == 0);
+  return err;
+}
+
+// ---- mutexes ---------------------------------------------------------------
+
+/// Acquired: either free, or handed over by an unlocker that caught up.
+int pthread_mutex_lock(pthread_mutex_t* mutex) {
+  Wait w;
+  int err = functions().pthread_mutex_lock(mutex);
+  w.done(true);
+  return err;
+}
+
+/// Acquired (from an unlocker that caught up) or timed out (pays).
+int pthread_mutex_timedlock(pthread_mutex_t* mutex, const struct timespec* abstime) {
+  Wait w;
+  int err = functions().pthread_mutex_timedlock(mutex, abstime);
+  w.done(err == 0);
+  return err;
+}
+
+/// As pthread_mutex_timedlock.
+int pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock, const struct timespec* abstime) {
+  Wait w;
+  int err = functions().pthread_mutex_clocklock(mutex, clock, abstime);
+  w.done(err == 0);
+  return err;
+}
+
+/// Unlocking may wake a waiter: pay first.
+int pthread_mutex_unlock(pthread_mutex_t* mutex) {
+  catch_up();
+  return functions().pthread_mutex_unlock(mutex);
+}
+
+// ---- condition variables -----------------------------------------------------
+
+/// Woken by a signaller that caught up (spurious wake-ups are rare and cheap to misattribute).
+int pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex) {
+  Wait w;
+  int err = functions().pthread_cond_wait(cond, mutex);
+  w.done(true);
+  return err;
+}
+
+/// Signalled (skip) or timed out (pays).
+int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex, const struct timespec* abstime) {
+  Wait w;
+  int err = functions().pthread_cond_timedwait(cond, mutex, abstime);
+  w.done(err == 0);
+  return err;
+}
+
+/// std::condition_variable::wait_for/wait_until (libstdc++ 11+) land here.
+int pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
+                           const struct timespec* abstime) {
+  Wait w;
+  int err = functions().pthread_cond_clockwait(cond, mutex, clock, abstime);
+  w.done(err == 0);
+  return err;
+}
+
+/// Wakes a waiter: pay first.
+int pthread_cond_signal(pthread_cond_t* cond) {
+  catch_up();
+  return functions().pthread_cond_signal(cond);
+}
+
+/// Wakes all waiters: pay first.
+int pthread_cond_broadcast(pthread_cond_t* cond) {
+  catch_up();
+  return functions().pthread_cond_broadcast(cond);
+}
+
+// ---- read-write locks --------------------------------------------------------
+
+/// Acquired from an unlocker that caught up.
+int pthread_rwlock_rdlock(pthread_rwlock_t* lock) {
+  Wait w;
+  int err = functions().pthread_rwlock_rdlock(lock);
+  w.done(true);
+  return err;
+}
+
+/// Acquired from an unlocker that caught up.
+int pthread_rwlock_wrlock(pthread_rwlock_t* lock) {
+  Wait w;
+  int err = functions().pthread_rwlock_wrlock(lock);
+  w.done(true);
+  return err;
+}
+
+/// Acquired (skip) or timed out (pays).
+int pthread_rwlock_timedrdlock(pthread_rwlock_t* lock, const struct timespec* abstime) {
+  Wait w;
+  int err = functions().pthread_rwlock_timedrdlock(lock, abstime);
+  w.done(err == 0);
+  return err;
+}
+
+/// Acquired (skip) or timed out (pays).
+int pthread_rwlock_timedwrlock(pthread_rwlock_t* lock, const struct timespec* abstime) {
+  Wait w;
+  int err = functions().pthread_rwlock_timedwrlock(lock, abstime);
+  w.done(err == 0);
+  return err;
+}
+
+/// Acquired (skip) or timed out (pays).
+int pthread_rwlock_clockrdlock(pthread_rwlock_t* lock, clockid_t clock, const struct timespec* abstime) {
+  Wait w;
+  int err = functions().pthread_rwlock_clockrdlock(lock, clock, abstime);
+  w.done(err == 0);
+  return err;
+}
+
+/// Acquired (skip) or timed out (pays).
+int pthread_rwlock_clockwrlock(pthread_rwlock_t* lock, clockid_t clock, const struct timespec* abstime) {
+  Wait w;
+  int err = functions().pthread_rwlock_clockwrlock(lock, clock, abstime);
+  w.done(err == 0);
+  return err;
+}
+
+/// May wake waiters: pay first.
+int pthread_rwlock_unlock(pthread_rwlock_t* lock) {
+  catch_up();
+  return functions().pthread_rwlock_unlock(lock);
+}
+
+// ---- barriers and semaphores ---------------------------------------------------
+
+/// The last thread to arrive wakes the others: everyone pays before arriving.
+int pthread_barrier_wait(pthread_barrier_t* barrier) {
+  catch_up();
+  Wait w;
+  int err = functions().pthread_barrier_wait(barrier);
+  w.done(true);
+  return err;
+}
+
+/// Woken by a poster that caught up; an EINTR came from outside (pays).
+int sem_wait(sem_t* sem) {
+  Wait w;
+  int ret = functions().sem_wait(sem);
+  w.done(ret == 0);
+  return ret;
+}
+
+/// Posted (skip) or timed out (pays).
+int sem_timedwait(sem_t* sem, const struct timespec* abstime) {
+  Wait w;
+  int ret = functions().sem_timedwait(sem, abstime);
+  w.done(ret == 0);
+  return ret;
+}
+
+/// Posted (skip) or timed out (pays).
+int sem_clockwait(sem_t* sem, clockid_t clock, const struct timespec* abstime) {
+  Wait w;
+  int ret = functions().sem_clockwait(sem, clock, abstime);
+  w.done(ret == 0);
+  return ret;
+}
+
+/// Wakes a waiter: pay first.
+int sem_post(sem_t* sem) {
+  catch_up();
+  return functions().sem_post(sem);
+}
+
+// ---- futex through syscall() (C++20 atomic waits, hand-rolled locks) ----------
+
+/// FUTEX_WAIT woken by FUTEX_WAKE (skip) or not blocking at all (EAGAIN, skip);
+/// a timeout or signal pays. Wakes pay first.
+long syscall(long number, ...) {
+  va_list ap;
+  va_start(ap, number);
+  long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+  long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+  va_end(ap);
+  if (number != SYS_futex) return functions().syscall(number, a1, a2, a3, a4, a5, a6);
+
+  int op = static_cast<int>(a2) & FUTEX_CMD_MASK;
+  if (is_futex_wake(op)) catch_up();
+  if (!is_futex_wait(op)) return functions().syscall(number, a1, a2, a3, a4, a5, a6);
+  Wait w;
+  long ret = functions().syscall(number, a1, a2, a3, a4, a5, a6);
+  w.done(ret == 0 || errno == EAGAIN);
+  return ret;
+}
+
+// ---- sleeping: woken by time, so the delays that accrued meanwhile are paid ----
+
+/// Woken by time: pays.
+int nanosleep(const struct timespec* request, struct timespec* remaining) {
+  Wait w;
+  int ret = functions().nanosleep(request, remaining);
+  w.done(false);
+  return ret;
+}
+
+/// Woken by time: pays.
+int clock_nanosleep(clockid_t clock, int flags, const struct timespec* request, struct timespec* remaining) {
+  Wait w;
+  int err = functions().clock_nanosleep(clock, flags, request, remaining);
+  w.done(false);
+  return err;
+}
+
+/// Woken by time: pays.
+int usleep(useconds_t usec) {
+  Wait w;
+  int ret = functions().usleep(usec);
+  w.done(false);
+  return ret;
+}
+
+/// Woken by time: pays.
+unsigned int sleep(unsigned int seconds) {
+  Wait w;
+  unsigned int left = functions().sleep(seconds);
+  w.done(false);
+  return left;
+}
+
+// ---- signals ---------------------------------------------------------------------
+
+/// A signal could come from anywhere: pays (conservative).
+int sigwait(const sigset_t* set, int* sig) {
+  Wait w;
+  int err = functions().sigwait(set, sig);
+  w.done(false);
+  return err;
+}
+
+/// Skip only when a thread of this process sent the signal (it caught up in kill/pthread_kill).
+int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
+  siginfo_t local;
+  siginfo_t* out = info ? info : &local;
+  Wait w;
+  int ret = functions().sigwaitinfo(set, out);
+  w.done(ret > 0 && out->si_pid == coz::sys::getpid());
+  return ret;
+}
+
+/// As sigwaitinfo; a timeout pays.
+int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
+  siginfo_t local;
+  siginfo_t* out = info ? info : &local;
+  Wait w;
+  int ret = functions().sigtimedwait(set, out, timeout);
+  w.done(ret > 0 && out->si_pid == coz::sys::getpid());
+  return ret;
+}
+
+/// Sending a signal may wake a thread in sigwait: pay first.
+int pthread_kill(pthread_t thread, int sig) {
+  catch_up();
+  return functions().pthread_kill(thread, sig);
+}
+
+/// As pthread_kill.
+int kill(pid_t pid, int sig) {
+  catch_up();
+  return functions().kill(pid, sig);
+}
+
+/// The program may block all signals; the sample signal stays deliverable.
+int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
+  sigset_t copy;
+  return functions().pthread_sigmask(how, without_sample_signal(how, set, copy), old);
+}
+
+/// As pthread_sigmask.
+int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
+  sigset_t copy;
+  return functions().sigprocmask(how, without_sample_signal(how, set, copy), old);
+}
+
+}  // extern "C"

@@ -1,1 +1,197 @@
-// placeholder
+#include "profiler.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+
+#include "log.h"
+#include "real.h"
+
+namespace coz {
+
+namespace {
+constexpr const char* end_to_end_point = "end-to-end";
+}
+
+Profiler::Profiler(Runtime& rt) : rt_(rt), scheduler_(rt.config, sys::monotonic_ns() ^ static_cast<uint64_t>(sys::getpid())) {}
+
+bool Profiler::start() {
+  // The thread must not take the program's signals, nor our sample signal.
+  sigset_t all, old;
+  sigfillset(&all);
+  real::functions().pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  int err = real::functions().pthread_create(&thread, &attr, &Profiler::thread_main, this);
+  pthread_attr_destroy(&attr);
+  real::functions().pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (err != 0) {
+    log::warn("cannot start the profiler thread; no experiments will run");
+    return false;
+  }
+  return true;
+}
+
+void* Profiler::thread_main(void* self) {
+  static_cast<Profiler*>(self)->run();
+  return nullptr;
+}
+
+void Profiler::run() {
+  const Config& c = rt_.config;
+  while (!stopping_.load(std::memory_order_acquire)) {
+    SourceLine* line = rt_.fixed_line ? rt_.fixed_line : wait_for_line();
+    if (!line) return;  // stopping
+    double speedup = scheduler_.choose_speedup();
+    uint64_t length = c.end_to_end ? UINT64_MAX : scheduler_.choose_length(visit_rates());
+    {
+      SpinGuard guard(lock_);
+      if (stopping_.load(std::memory_order_acquire)) return;
+      begin(line, speedup);
+    }
+    if (c.end_to_end) return;  // runs until shutdown()
+    if (!sleep_unless_stopping(length, true)) return;  // shutdown() ends it
+
+    ExperimentResult result;
+    bool ended;
+    {
+      SpinGuard guard(lock_);
+      if (stopping_.load(std::memory_order_acquire)) return;
+      ended = end(result);
+    }
+    if (ended) {
+      rt_.writer.write_experiment(result);
+      write_new_samples();
+    }
+    if (!sleep_unless_stopping(c.cooloff_ns, false)) return;
+  }
+}
+
+SourceLine* Profiler::wait_for_line() {
+  rt_.experiment.candidate.store(nullptr, std::memory_order_relaxed);
+  while (!stopping_.load(std::memory_order_acquire)) {
+    if (SourceLine* line = rt_.experiment.candidate.exchange(nullptr, std::memory_order_relaxed)) return line;
+    sys::sleep_ns(rt_.config.poll_interval_ns);
+  }
+  return nullptr;
+}
+
+void Profiler::begin(SourceLine* line, double speedup) {
+  running_ = Running{true, line, speedup, sys::monotonic_ns(), rt_.ledger.global()};
+  rt_.points.for_each([](ProgressPoint& p) {
+    p.begin_at_start = p.begins();
+    p.end_at_start = p.ends();
+    p.in_flight_sum = 0;
+    p.in_flight_polls = 0;
+  });
+  rt_.experiment.selected_samples.store(0, std::memory_order_relaxed);
+  rt_.ledger.begin_experiment(scheduler_.delay_per_sample(speedup));
+  rt_.experiment.selected.store(line, std::memory_order_release);
+}
+
+bool Profiler::end(ExperimentResult& result) {
+  if (!running_.active) return false;
+  rt_.experiment.selected.store(nullptr, std::memory_order_release);
+  rt_.ledger.end_experiment();
+  uint64_t now = sys::monotonic_ns();
+  uint64_t paused = rt_.ledger.global() - running_.start_global;
+  uint64_t wall = now - running_.start_ns;
+
+  result.selected = running_.line->name();
+  result.speedup = running_.speedup;
+  result.duration_ns = wall > paused ? wall - paused : 0;
+  result.selected_samples = rt_.experiment.selected_samples.load(std::memory_order_relaxed);
+  rt_.points.for_each([&](ProgressPoint& p) {
+    PointResult r;
+    r.name = p.name;
+    uint64_t begins = p.begins() - p.begin_at_start;
+    if (p.kind == ProgressPoint::Kind::Throughput) {
+      r.delta = begins;
+    } else {
+      uint64_t ends = p.ends() - p.end_at_start;
+      r.latency = true;
+      r.arrivals = begins;
+      r.departures = ends;
+      r.difference = static_cast<int64_t>(p.begins()) - static_cast<int64_t>(p.ends());
+      if (p.in_flight_polls > 0) r.mean_in_flight = p.in_flight_sum / static_cast<double>(p.in_flight_polls);
+    }
+    // Visit rates size later experiments (wall time: what the program really does).
+    p.total_visits += begins;
+    p.total_ns += wall;
+    result.points.push_back(std::move(r));
+  });
+  running_.active = false;
+  return true;
+}
+
+void Profiler::poll_in_flight() {
+  rt_.points.for_each([](ProgressPoint& p) {
+    if (p.kind != ProgressPoint::Kind::Latency) return;
+    int64_t in_flight = static_cast<int64_t>(p.begins()) - static_cast<int64_t>(p.ends());
+    p.in_flight_sum += static_cast<double>(std::max<int64_t>(in_flight, 0));
+    p.in_flight_polls++;
+  });
+}
+
+std::vector<VisitRate> Profiler::visit_rates() {
+  std::vector<VisitRate> rates;
+  rt_.points.for_each([&](ProgressPoint& p) { rates.push_back({p.total_visits, p.total_ns}); });
+  return rates;
+}
+
+void Profiler::write_new_samples() {
+  std::vector<std::pair<std::string, uint64_t>> fresh;
+  for (auto& line : rt_.lines.lines()) {
+    uint64_t now = line.samples.load(std::memory_order_relaxed);
+    uint64_t before = line.reported_samples.load(std::memory_order_relaxed);
+    if (now > before) {
+      fresh.emplace_back(line.name(), now - before);
+      line.reported_samples.store(now, std::memory_order_relaxed);
+    }
+  }
+  rt_.writer.write_samples(fresh);
+}
+
+bool Profiler::sleep_unless_stopping(uint64_t ns, bool poll_points) {
+  uint64_t deadline = sys::monotonic_ns() + ns;
+  for (;;) {
+    if (stopping_.load(std::memory_order_acquire)) return false;
+    uint64_t now = sys::monotonic_ns();
+    if (now >= deadline) return true;
+    if (poll_points) poll_in_flight();
+    sys::sleep_ns(std::min(deadline - now, rt_.config.poll_interval_ns));
+  }
+}
+
+void Profiler::shutdown() {
+  ExperimentResult result;
+  bool ended;
+  {
+    SpinGuard guard(lock_);
+    if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
+    bool long_enough = running_.active && (rt_.config.end_to_end ||
+                                           sys::monotonic_ns() - running_.start_ns >= rt_.config.experiment_min_ns);
+    if (running_.active && !long_enough) {
+      running_.active = false;  // too short to measure anything: drop it
+      rt_.experiment.selected.store(nullptr, std::memory_order_release);
+      rt_.ledger.end_experiment();
+    }
+    ended = end(result);
+  }
+  if (ended) {
+    if (rt_.config.end_to_end) {
+      PointResult whole_run;
+      whole_run.name = end_to_end_point;
+      whole_run.delta = 1;
+      result.points.insert(result.points.begin(), whole_run);
+    }
+    rt_.writer.write_experiment(result);
+  }
+  write_new_samples();
+  rt_.writer.write_runtime(sys::monotonic_ns() - rt_.start_ns);
+}
+
+}  // namespace coz

@@ -1,1 +1,52 @@
-// placeholder
+#include "real.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+namespace coz::real {
+namespace {
+
+Table g_table;
+std::atomic<bool> g_resolved{false};
+
+void* lookup(const char* name, const char* version) {
+  void* p = version ? dlvsym(RTLD_NEXT, name, version) : nullptr;
+  return p ? p : dlsym(RTLD_NEXT, name);
+}
+
+[[noreturn]] void missing(const char* name) {
+  // No fmt here: this can run before anything else is set up.
+  const char prefix[] = "coz: error: cannot find the C library's ";
+  const char suffix[] = "; the runtime cannot run in this process\n";
+  (void)!::write(STDERR_FILENO, prefix, sizeof prefix - 1);
+  (void)!::write(STDERR_FILENO, name, std::strlen(name));
+  (void)!::write(STDERR_FILENO, suffix, sizeof suffix - 1);
+  _exit(127);
+}
+
+void resolve() {
+  // Several threads may get here at once; they all store the same values.
+#define COZ_REAL_RESOLVE(name, required, version)                                   \
+  {                                                                                 \
+    void* p = lookup(#name, version);                                               \
+    if (!p && (required)) missing(#name);                                           \
+    decltype(&::name) fn;                                                           \
+    std::memcpy(&fn, &p, sizeof p);                                                 \
+    __atomic_store_n(&g_table.name, fn, __ATOMIC_RELAXED);                          \
+  }
+  COZ_REAL_FUNCTIONS(COZ_REAL_RESOLVE)
+#undef COZ_REAL_RESOLVE
+  g_resolved.store(true, std::memory_order_release);
+}
+
+}  // namespace
+
+const Table& functions() {
+  if (!g_resolved.load(std::memory_order_acquire)) resolve();
+  return g_table;
+}
+
+}  // namespace coz::real

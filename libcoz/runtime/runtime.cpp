@@ -1,1 +1,201 @@
-// placeholder
+// Start-up and shutdown of the runtime in the profiled process, and the Coz
+// ABI the program's progress points call.
+#include "runtime.h"
+
+#include <coz.h>
+#include <fcntl.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "log.h"
+#include "profiler.h"
+#include "real.h"
+#include "sampler.h"
+#include "scope.h"
+#include "thread_registry.h"
+
+namespace coz {
+namespace {
+
+std::atomic<Runtime*> g_runtime{nullptr};
+// Progress points exist even when profiling is off in this process, so the
+// program's counters always resolve to something stable.
+ProgressPoints* g_points = nullptr;
+Profiler* g_profiler = nullptr;
+
+std::string read_link(const char* path) {
+  char buf[4096];
+  ssize_t n = readlink(path, buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string{};
+}
+
+std::string command_line() {
+  std::string out;
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof buf);
+  close(fd);
+  for (ssize_t i = 0; i < n; ++i) out.push_back(buf[i] ? buf[i] : ' ');
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+struct LoadedObject {
+  std::string path;
+  uintptr_t bias;
+};
+
+/// Every loaded ELF object; the first one dl_iterate_phdr reports (with an
+/// empty name) is the executable.
+std::vector<LoadedObject> loaded_objects(const std::string& main_executable) {
+  struct Walk {
+    std::vector<LoadedObject> objects;
+    const std::string& main;
+  } walk{{}, main_executable};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto& w = *static_cast<Walk*>(data);
+        std::string name = info->dlpi_name ? info->dlpi_name : "";
+        if (name.empty() && w.objects.empty()) name = w.main;
+        if (!name.empty() && name.find("linux-vdso") == std::string::npos) {
+          w.objects.push_back({name, static_cast<uintptr_t>(info->dlpi_addr)});
+        }
+        return 0;
+      },
+      &walk);
+  return walk.objects;
+}
+
+/// Builds the line map of every object in scope. False if nothing is in scope.
+bool build_line_map(Runtime& rt, const std::string& main_executable) {
+  BinaryScope binaries(rt.config.binary_scope, main_executable);
+  SourceScope sources(rt.config.source_scope);
+  SourceFilter in_scope = [&](std::string_view file) { return sources.contains(file); };
+  uint64_t t0 = sys::monotonic_ns();
+  size_t objects = 0;
+  for (const auto& object : loaded_objects(main_executable)) {
+    const std::string& path = object.path;
+    if (!binaries.contains(path)) continue;
+    ObjectLines found = rt.lines.add_object(path, object.bias, in_scope);
+    ++objects;
+    if (!found.error.empty()) {
+      log::warn("{}: {}", path, found.error);
+    } else if (!found.has_debug_info) {
+      log::warn("{} has no debug information: rebuild it with -g to profile its lines", path);
+    } else if (found.lines == 0) {
+      log::warn("{}: no source line is in scope (check --source-scope)", path);
+    }
+    log::info("{}: {} lines, {} address ranges", path, found.lines, found.ranges);
+  }
+  rt.lines.finalize();
+  log::info("line map: {} objects in scope, {} lines, built in {:.1f} ms", objects, rt.lines.lines().size(),
+            (sys::monotonic_ns() - t0) / 1e6);
+  if (objects == 0) {
+    log::warn("no loaded binary matches the binary scope; nothing will be profiled");
+  }
+  return !rt.lines.lines().empty();
+}
+
+/// "FILE:LINE" -> the line, or an error message.
+SourceLine* resolve_fixed_line(Runtime& rt, const std::string& spec, std::string& error) {
+  size_t colon = spec.rfind(':');
+  unsigned long line = 0;
+  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) {
+    error = "--fixed-line " + spec + ": expected FILE:LINE";
+    return nullptr;
+  }
+  try {
+    line = std::stoul(spec.substr(colon + 1));
+  } catch (...) {
+    error = "--fixed-line " + spec + ": expected FILE:LINE";
+    return nullptr;
+  }
+  SourceLine* found = rt.lines.find_line(std::string_view(spec).substr(0, colon), static_cast<uint32_t>(line));
+  if (!found) error = "--fixed-line " + spec + ": no code at that line in the binaries in scope";
+  return found;
+}
+
+void start() {
+  real::functions();
+  std::vector<std::string> errors;
+  auto* rt = new Runtime;  // never deleted: see runtime.h
+  rt->config = Config::from_environment(errors);
+  g_points = &rt->points;
+  log::set_verbosity(rt->config.verbosity);
+  for (const auto& e : errors) log::warn("{}", e);
+  rt->start_ns = sys::monotonic_ns();
+
+  std::string main_executable = read_link("/proc/self/exe");
+  bool lines_in_scope = build_line_map(*rt, main_executable);
+
+  if (!rt->config.fixed_line.empty()) {
+    std::string error;
+    rt->fixed_line = resolve_fixed_line(*rt, rt->config.fixed_line, error);
+    if (!rt->fixed_line) {
+      // The user asked for an experiment that cannot run: say so before the program starts.
+      log::error("{}", error);
+      _exit(2);
+    }
+  }
+
+  std::string error;
+  if (!rt->writer.open(rt->config.output_path, error)) {
+    log::error("{}; profiling is off", error);
+    return;
+  }
+  rt->writer.write_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
+  if (!lines_in_scope) {
+    log::warn("no source line in scope in {}: progress points are counted, but no line can be profiled",
+              main_executable);
+  }
+  if (!install_sample_handler()) {
+    log::warn("cannot install the sample signal handler; no samples will be taken");
+    rt->sampling_enabled = false;
+  }
+  g_runtime.store(rt, std::memory_order_release);
+  register_current_thread(rt->ledger.global());
+  g_profiler = new Profiler(*rt);
+  if (!g_profiler->start()) g_profiler = nullptr;
+}
+
+void stop() {
+  Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  if (!rt) return;
+  if (g_profiler) g_profiler->shutdown();
+  log::info("{} samples, {} outside the scope, {} lost; threads paused {:.1f} ms in all",
+            rt->stats.samples.load(), rt->stats.unattributed.load(), rt->stats.lost.load(),
+            rt->ledger.total_paused() / 1e6);
+}
+
+// Runs before the program's own constructors (preloaded libraries are
+// initialised first), so the main thread is sampled from the start.
+__attribute__((constructor)) void on_load() { start(); }
+__attribute__((destructor)) void on_unload() { stop(); }
+
+}  // namespace
+
+Runtime* runtime() { return g_runtime.load(std::memory_order_acquire); }
+
+}  // namespace coz
+
+// ---- the Coz ABI ------------------------------------------------------------------
+
+extern "C" {
+
+__attribute__((visibility("default"))) coz_counter_t* _coz_get_counter(int type, const char* name) {
+  return coz::g_points ? coz::g_points->get_counter(type, name) : nullptr;
+}
+
+__attribute__((visibility("default"))) void _coz_pre_block() { coz::thread_pre_block(); }
+
+__attribute__((visibility("default"))) void _coz_post_block(int skip_delays) {
+  coz::thread_post_block(skip_delays != 0);
+}
+
+__attribute__((visibility("default"))) void _coz_catch_up() { coz::thread_catch_up(); }
+
+}  // extern "C"

@@ -1,1 +1,84 @@
-// placeholder
+#include "thread_registry.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include "real.h"
+#include "runtime.h"
+#include "sampler.h"
+
+namespace coz {
+namespace {
+
+thread_local ThreadState* tls_thread = nullptr;
+
+pthread_key_t g_exit_key;
+pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
+
+void on_thread_exit(void*) { unregister_current_thread(); }
+
+void make_exit_key() { pthread_key_create(&g_exit_key, &on_thread_exit); }
+
+/// A program may block every signal in its threads; sampling needs ours.
+void unblock_sample_signal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sample_signal);
+  real::functions().pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+}  // namespace
+
+ThreadState* current_thread() { return tls_thread; }
+
+void register_current_thread(uint64_t creator_local) {
+  Runtime* rt = runtime();
+  if (!rt || tls_thread) return;
+  auto* t = new ThreadState;
+  t->tid = sys::gettid();
+  rt->ledger.start_thread(t->ledger, creator_local);
+  pthread_once(&g_exit_key_once, &make_exit_key);
+  pthread_setspecific(g_exit_key, t);  // non-null value: the destructor runs at thread exit
+  unblock_sample_signal();
+  tls_thread = t;
+  if (rt->sampling_enabled) start_sampling(*t, rt->config);
+}
+
+void unregister_current_thread() {
+  ThreadState* t = tls_thread;
+  Runtime* rt = runtime();
+  if (!t) return;
+  // A thread that exits wakes its joiner: pay first, as any waker does.
+  if (rt) rt->ledger.catch_up(t->ledger);
+  stop_sampling(*t);
+  tls_thread = nullptr;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  delete t;
+}
+
+void thread_pre_block() {
+  ThreadState* t = tls_thread;
+  Runtime* rt = runtime();
+  if (t && rt) rt->ledger.pre_block(t->ledger);
+}
+
+void thread_post_block(bool skip) {
+  ThreadState* t = tls_thread;
+  Runtime* rt = runtime();
+  if (t && rt) rt->ledger.post_block(t->ledger, skip);
+}
+
+void thread_catch_up() {
+  ThreadState* t = tls_thread;
+  Runtime* rt = runtime();
+  if (t && rt) rt->ledger.catch_up(t->ledger);
+}
+
+uint64_t thread_local_delay() {
+  ThreadState* t = tls_thread;
+  if (t) return t->ledger.local.load(std::memory_order_relaxed);
+  Runtime* rt = runtime();
+  return rt ? rt->ledger.global() : 0;
+}
+
+}  // namespace coz

@@ -1,1 +1,41 @@
-// placeholder
+// `coz`: the command-line entry point. Each subcommand lives in its own file.
+#include <cstring>
+#include <string_view>
+
+#include <fmt/core.h>
+
+#include "report_command.h"
+#include "run_command.h"
+
+namespace {
+
+constexpr const char* usage =
+    "usage: coz <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run [options] --- PROGRAM [ARGS...]   profile PROGRAM, appending experiments to profile.coz\n"
+    "  report [options] [PROFILE...]         rank lines by their measured effect on progress points\n"
+    "\n"
+    "`coz <command> --help` describes a command's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fmt::print(stderr, "{}", usage);
+    return 2;
+  }
+  std::string_view command = argv[1];
+  if (command == "run") return coz::cli::run_main(argc - 1, argv + 1);
+  if (command == "report") return coz::report_main(argc - 1, argv + 1);
+  if (command == "-h" || command == "--help" || command == "help") {
+    fmt::print("{}", usage);
+    return 0;
+  }
+  if (command == "--version") {
+    fmt::print("coz 0.1.0\n");
+    return 0;
+  }
+  fmt::print(stderr, "coz: unknown command '{}' (commands: run, report; see coz --help)\n", command);
+  return 2;
+}

@@ -1,1 +1,220 @@
-// placeholder
+// `coz run`: checks the arguments, sets the runtime's environment (see
+// docs/environment.md) and replaces itself with the program, so the program
+// keeps its pid, its signals and its exit status.
+#include "run_command.h"
+
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <fmt/core.h>
+#include <fmt/ostream.h>
+
+namespace po = boost::program_options;
+
+namespace coz::cli {
+namespace {
+
+constexpr const char* usage_line = "usage: coz run [options] --- PROGRAM [ARGS...]";
+
+int fail(const std::string& message) {
+  fmt::print(stderr, "coz run: {}\n", message);
+  return 2;
+}
+
+std::string absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+std::string directory_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+bool is_executable_file(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+/// Resolves PROGRAM as execvp would, or explains why it cannot run.
+std::optional<std::string> find_program(const std::string& name, std::string& error) {
+  if (name.find('/') != std::string::npos) {
+    struct stat st;
+    if (stat(name.c_str(), &st) != 0) {
+      error = fmt::format("program not found: {}", name);
+      return std::nullopt;
+    }
+    if (!S_ISREG(st.st_mode) || access(name.c_str(), X_OK) != 0) {
+      error = fmt::format("program is not an executable file: {}", name);
+      return std::nullopt;
+    }
+    return name;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (is_executable_file(candidate)) return candidate;
+    start = end + 1;
+  }
+  error = fmt::format("program not found in PATH: {}", name);
+  return std::nullopt;
+}
+
+/// libcoz.so next to this executable (build tree), or where `cmake --install` puts it.
+std::optional<std::string> find_runtime() {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return std::nullopt;
+  std::string dir = directory_of(std::string(self, static_cast<size_t>(n)));
+  for (const std::string& candidate : {dir + "/libcoz.so", dir + "/" + COZ_INSTALLED_LIB_RELATIVE}) {
+    if (access(candidate.c_str(), R_OK) == 0) return candidate;
+  }
+  return std::nullopt;
+}
+
+/// "1ms", "250us", "500000ns", "0.5ms" or a bare number of milliseconds -> ns.
+std::optional<uint64_t> parse_period(const std::string& text) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || value <= 0) return std::nullopt;
+  std::string unit(end);
+  double scale;
+  if (unit.empty() || unit == "ms") scale = 1e6;
+  else if (unit == "us") scale = 1e3;
+  else if (unit == "ns") scale = 1;
+  else if (unit == "s") scale = 1e9;
+  else return std::nullopt;
+  double ns = value * scale;
+  if (ns < 1e4 || ns > 1e9) return std::nullopt;  // 10 us .. 1 s
+  return static_cast<uint64_t>(ns);
+}
+
+/// The output must be writable; check without creating it (nothing is written on error).
+bool output_writable(const std::string& path, std::string& error) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode) || access(path.c_str(), W_OK) != 0) {
+      error = fmt::format("cannot write the profile {}: {}", path,
+                          S_ISDIR(st.st_mode) ? "is a directory" : std::strerror(EACCES));
+      return false;
+    }
+    return true;
+  }
+  std::string dir = directory_of(path);
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    error = fmt::format("cannot create the profile {}: {}", path, std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+std::string join_lines(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += '\n';
+    out += item;
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_main(int argc, char** argv) {
+  // Everything after "---" belongs to the program, untouched by option parsing.
+  int separator = -1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "---") == 0) {
+      separator = i;
+      break;
+    }
+  }
+
+  po::options_description options("coz run options");
+  options.add_options()
+      ("help,h", "show this help")
+      ("output,o", po::value<std::string>()->default_value("profile.coz"), "profile to append to")
+      ("binary-scope,b", po::value<std::vector<std::string>>(),
+       "glob of binaries to profile (repeatable; MAIN is the program; default: MAIN)")
+      ("source-scope,s", po::value<std::vector<std::string>>(),
+       "glob of source files to profile (repeatable; default: all but system headers)")
+      ("fixed-line", po::value<std::string>(), "always speed up this FILE:LINE (a path suffix is enough)")
+      ("fixed-speedup", po::value<int>(), "always use this virtual speedup, in percent (0-100)")
+      ("end-to-end", "run one experiment over the whole run (no progress point needed; run many times)")
+      ("period", po::value<std::string>(), "sampling period in thread CPU time, e.g. 1ms, 500us (default 1ms)")
+      ("verbose,v", "print what the runtime does");
+
+  po::variables_map vm;
+  int option_count = separator < 0 ? argc : separator;
+  try {
+    po::store(po::command_line_parser(option_count, argv).options(options).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return fail(fmt::format("{} ({})", e.what(), usage_line));
+  }
+  if (vm.count("help")) {
+    fmt::print("{}\n\n{}\n", usage_line, fmt::streamed(options));
+    return 0;
+  }
+  if (separator < 0) return fail(fmt::format("missing '---' before the program ({})", usage_line));
+  if (separator + 1 >= argc) return fail(fmt::format("no program after '---' ({})", usage_line));
+
+  std::string error;
+  auto program = find_program(argv[separator + 1], error);
+  if (!program) return fail(error);
+  auto runtime = find_runtime();
+  if (!runtime) return fail("cannot find libcoz.so next to the coz executable or in its install directory");
+
+  std::string output = absolute(vm["output"].as<std::string>());  // the program may chdir
+  if (!output_writable(output, error)) return fail(error);
+
+  setenv("COZ_OUTPUT", output.c_str(), 1);
+  if (vm.count("binary-scope")) setenv("COZ_BINARY_SCOPE", join_lines(vm["binary-scope"].as<std::vector<std::string>>()).c_str(), 1);
+  if (vm.count("source-scope")) setenv("COZ_SOURCE_SCOPE", join_lines(vm["source-scope"].as<std::vector<std::string>>()).c_str(), 1);
+  if (vm.count("fixed-line")) {
+    const auto& line = vm["fixed-line"].as<std::string>();
+    size_t colon = line.rfind(':');
+    if (colon == std::string::npos || colon == 0 || line.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
+        colon + 1 == line.size()) {
+      return fail(fmt::format("--fixed-line {}: expected FILE:LINE, e.g. main.cpp:42", line));
+    }
+    setenv("COZ_FIXED_LINE", line.c_str(), 1);
+  }
+  if (vm.count("fixed-speedup")) {
+    int speedup = vm["fixed-speedup"].as<int>();
+    if (speedup < 0 || speedup > 100) return fail(fmt::format("--fixed-speedup {}: expected 0 to 100", speedup));
+    setenv("COZ_FIXED_SPEEDUP", std::to_string(speedup).c_str(), 1);
+  }
+  if (vm.count("end-to-end")) setenv("COZ_END_TO_END", "1", 1);
+  if (vm.count("period")) {
+    auto ns = parse_period(vm["period"].as<std::string>());
+    if (!ns) return fail(fmt::format("--period {}: expected a duration from 10us to 1s, e.g. 1ms", vm["period"].as<std::string>()));
+    setenv("COZ_SAMPLE_PERIOD_NS", std::to_string(*ns).c_str(), 1);
+  }
+  if (vm.count("verbose")) setenv("COZ_VERBOSE", "1", 1);
+
+  std::string preload = *runtime;
+  if (const char* existing = std::getenv("LD_PRELOAD"); existing && *existing) preload += std::string(":") + existing;
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+
+  execv(program->c_str(), argv + separator + 1);
+  return fail(fmt::format("cannot run {}: {}", *program, std::strerror(errno)));
+}
+
+}  // namespace coz::cli

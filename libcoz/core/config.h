@@ -1,0 +1,42 @@
+// Everything the runtime reads from its environment, in one place.
+//
+// `coz run` sets these variables; they are the runtime's only configuration
+// (documented in docs/environment.md). Tunables without a variable live here
+// too, each with its unit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace coz {
+
+struct Config {
+  // --- set by `coz run` ---
+  std::string output_path = "profile.coz";  // COZ_OUTPUT
+  std::vector<std::string> binary_scope;    // COZ_BINARY_SCOPE, one glob per line; empty: the main executable
+  std::vector<std::string> source_scope;    // COZ_SOURCE_SCOPE, one glob per line; empty: all but system sources
+  std::string fixed_line;                   // COZ_FIXED_LINE "FILE:LINE"; empty: chosen by samples
+  int fixed_speedup_percent = -1;           // COZ_FIXED_SPEEDUP 0..100; -1: random
+  bool end_to_end = false;                  // COZ_END_TO_END=1: one experiment for the whole run
+  uint64_t sample_period_ns = 1'000'000;    // COZ_SAMPLE_PERIOD_NS: 1 ms of thread CPU time
+  int verbosity = 0;                        // COZ_VERBOSE: 0 warnings, 1 info, 2 debug
+
+  // --- experiment tunables (COZ_EXPERIMENT_* for tests and benchmarks) ---
+  uint64_t experiment_min_ns = 50'000'000;   // COZ_EXPERIMENT_MIN_NS: shortest experiment, 50 ms
+  uint64_t experiment_max_ns = 2'000'000'000; // COZ_EXPERIMENT_MAX_NS: longest experiment, 2 s
+  uint64_t cooloff_ns = 10'000'000;          // COZ_COOLOFF_NS: pause between experiments, 10 ms
+  uint64_t target_visits = 10;               // COZ_TARGET_VISITS: visits each progress point should get per experiment
+  double zero_speedup_share = 0.25;          // share of experiments run at 0% (the baselines)
+
+  // --- fixed internals ---
+  uint64_t poll_interval_ns = 2'000'000;  // profiler thread wake-up during an experiment, 2 ms
+  unsigned ring_data_pages = 2;           // perf ring buffer size per thread (pages, power of two)
+  unsigned max_callchain = 32;            // frames the kernel records per sample
+
+  /// Reads the environment. Malformed values are reported in `errors` (one
+  /// line each) and leave the default in place.
+  static Config from_environment(std::vector<std::string>& errors);
+};
+
+}  // namespace coz

@@ -1,0 +1,77 @@
+// The virtual-speedup ledger: a global delay count and one local count per thread.
+//
+// Speeding line L up by s is emulated by pausing every *other* thread for
+// s x (sample period) each time a thread is sampled in L. The sampled thread
+// credits itself (local += d) and raises the global count (global += d);
+// every thread whose local count is behind the global one owes the difference
+// and pays it with a measured sleep (oversleep is credited, so the error does
+// not accumulate). Pauses are later subtracted from the experiment's duration.
+//
+// Blocking: a thread woken by another thread skips the delays that accrued
+// while it was blocked (the waker paid them before waking it); a thread woken
+// by a timeout or the outside world pays them. Wakers pay before waking.
+//
+// Between experiments the debt is forgiven: delays belong to the experiment
+// that created them, and a late payment would distort the next one.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace coz {
+
+/// One thread's side of the ledger. Written by its own thread and by that
+/// thread's signal handler, so every update is an atomic read-modify-write.
+struct ThreadLedger {
+  std::atomic<uint64_t> local{0};        // delay paid or credited, ns
+  uint64_t pre_block_global = 0;         // global count when the thread last blocked
+  std::atomic<bool> busy{false};         // inside ledger code: the signal handler must not pay now
+};
+
+class DelayLedger {
+ public:
+  /// Sleeps about `ns` and returns the ns that really passed.
+  using SleepFn = uint64_t (*)(uint64_t ns);
+
+  explicit DelayLedger(SleepFn sleep) : sleep_(sleep) {}
+
+  // ---- experiment control (profiler thread) ----
+  /// Starts crediting `delay_per_sample_ns` per selected sample (0 for a 0% experiment).
+  void begin_experiment(uint64_t delay_per_sample_ns);
+  void end_experiment();
+  uint64_t global() const { return global_.load(std::memory_order_acquire); }
+  uint64_t delay_per_sample() const { return delay_per_sample_.load(std::memory_order_relaxed); }
+  /// Total ns all threads have spent paying delays (overhead diagnostics).
+  uint64_t total_paused() const { return total_paused_.load(std::memory_order_relaxed); }
+
+  // ---- thread side ----
+  /// A new thread starts where its creator stood when it created it
+  /// (`creator_local`): it owes nothing for the time before it existed.
+  void start_thread(ThreadLedger& child, uint64_t creator_local) const;
+  /// The thread was sampled in the selected line. Async-signal-safe.
+  void credit_sample(ThreadLedger& t);
+  /// What the thread owes now (after forgiving debt from earlier experiments).
+  uint64_t owed(ThreadLedger& t) const;
+  /// Pauses for what the thread owes; returns ns paused. Async-signal-safe.
+  uint64_t pay(ThreadLedger& t);
+  /// Pays, unless the thread is inside ledger code (then a later call pays). For signal handlers.
+  uint64_t pay_from_signal(ThreadLedger& t);
+
+  /// Before a call that may block.
+  void pre_block(ThreadLedger& t);
+  /// After it returns: `skip` when another thread woke it up. Pays what remains owed.
+  void post_block(ThreadLedger& t, bool skip);
+  /// Before waking another thread (unlock, signal, post, thread exit).
+  void catch_up(ThreadLedger& t) { pay(t); }
+
+ private:
+  void forgive_old_debt(ThreadLedger& t) const;
+
+  std::atomic<uint64_t> global_{0};
+  std::atomic<uint64_t> forgive_below_{0};
+  std::atomic<uint64_t> delay_per_sample_{0};
+  std::atomic<uint64_t> total_paused_{0};
+  SleepFn sleep_;
+};
+
+}  // namespace coz

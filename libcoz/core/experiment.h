@@ -1,0 +1,60 @@
+// Planning experiments: which speedup, how long; and what one experiment measured.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "config.h"
+
+namespace coz {
+
+/// What one experiment measured at one progress point.
+struct PointResult {
+  std::string name;
+  bool latency = false;
+  uint64_t delta = 0;          // throughput: visits
+  uint64_t arrivals = 0;       // latency: COZ_BEGIN visits
+  uint64_t departures = 0;     // latency: COZ_END visits
+  int64_t difference = 0;      // latency: in flight at the end
+  double mean_in_flight = -1;  // latency: time-averaged in flight (< 0: unknown)
+};
+
+struct ExperimentResult {
+  std::string selected;       // "FILE:LINE"
+  double speedup = 0;         // 0..1
+  uint64_t duration_ns = 0;   // wall time minus inserted pauses
+  uint64_t selected_samples = 0;
+  std::vector<PointResult> points;
+};
+
+/// A point's visit rate, observed over earlier experiments.
+struct VisitRate {
+  uint64_t visits = 0;
+  uint64_t ns = 0;
+};
+
+class ExperimentScheduler {
+ public:
+  ExperimentScheduler(const Config& config, uint64_t seed);
+
+  /// The fixed speedup, or: 0 with probability zero_speedup_share, otherwise
+  /// one of 5%, 10%, ..., 100% uniformly.
+  double choose_speedup();
+
+  /// Long enough for every point to get target_visits visits at its observed
+  /// rate, within [min, max]. A point too rare to reach the target within the
+  /// maximum is left out, so it cannot stretch every experiment (its visits
+  /// still accumulate across experiments in the analysis).
+  uint64_t choose_length(const std::vector<VisitRate>& rates) const;
+
+  /// Delay inserted per selected sample at this speedup.
+  uint64_t delay_per_sample(double speedup) const;
+
+ private:
+  const Config& config_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace coz

@@ -1,0 +1,42 @@
+// Runtime logging: one line per message, written with write(2) to stderr,
+// prefixed "coz: ". Not for signal context (formatting allocates).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <string_view>
+
+namespace coz::log {
+
+enum class Level { Error = 0, Warning = 1, Info = 2, Debug = 3 };
+
+/// 0: errors and warnings (default), 1: info (-v), 2: debug.
+void set_verbosity(int verbosity);
+bool enabled(Level level);
+void write_line(Level level, std::string_view message);
+
+template <typename... Args>
+void error(fmt::format_string<Args...> f, Args&&... args) {
+  write_line(Level::Error, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void warn(fmt::format_string<Args...> f, Args&&... args) {
+  if (enabled(Level::Warning)) write_line(Level::Warning, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void info(fmt::format_string<Args...> f, Args&&... args) {
+  if (enabled(Level::Info)) write_line(Level::Info, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void debug(fmt::format_string<Args...> f, Args&&... args) {
+  if (enabled(Level::Debug)) write_line(Level::Debug, fmt::format(f, std::forward<Args>(args)...));
+}
+
+/// Warns only the first time `once` is passed (one flag per kind of problem).
+template <typename... Args>
+void warn_once(std::atomic<bool>& once, fmt::format_string<Args...> f, Args&&... args) {
+  if (!once.exchange(true)) warn(f, std::forward<Args>(args)...);
+}
+
+}  // namespace coz::log

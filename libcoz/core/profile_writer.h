@@ -1,0 +1,44 @@
+// Appends records to the profile (format: docs/profile-format.md).
+//
+// Each call formats a whole block of records and writes it with one write(2)
+// on an O_APPEND descriptor: processes sharing a file never interleave partial
+// lines, and a process killed mid-run leaves only whole records.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "experiment.h"
+
+namespace coz {
+
+class ProfileWriter {
+ public:
+  ProfileWriter() = default;
+  ~ProfileWriter();
+  ProfileWriter(const ProfileWriter&) = delete;
+  ProfileWriter& operator=(const ProfileWriter&) = delete;
+
+  /// Opens (creates) the file for appending. On failure returns false and sets `error`.
+  bool open(const std::string& path, std::string& error);
+  bool is_open() const { return fd_ >= 0; }
+
+  void write_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command);
+  void write_experiment(const ExperimentResult& experiment);
+  /// `samples`: (FILE:LINE, count since the previous samples record for it).
+  void write_samples(const std::vector<std::pair<std::string, uint64_t>>& samples);
+  void write_runtime(uint64_t ns);
+
+  // Formatting, exposed for tests.
+  static std::string format_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command);
+  static std::string format_experiment(const ExperimentResult& experiment);
+  static std::string format_samples(const std::vector<std::pair<std::string, uint64_t>>& samples);
+
+ private:
+  void append(const std::string& block);
+  int fd_ = -1;
+};
+
+}  // namespace coz

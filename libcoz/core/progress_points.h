@@ -1,0 +1,67 @@
+// The program's progress points: counters handed out through the Coz ABI
+// (_coz_get_counter) and read by the profiler thread around each experiment.
+#pragma once
+
+#include <coz.h>
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+
+#include "spin_lock.h"
+
+namespace coz {
+
+struct ProgressPoint {
+  enum class Kind { Throughput, Latency };
+
+  std::string name;
+  Kind kind = Kind::Throughput;
+  coz_counter_t begin{};  // throughput: visits; latency: COZ_BEGIN visits
+  coz_counter_t end{};    // latency: COZ_END visits
+
+  // Profiler-thread bookkeeping for the running experiment.
+  uint64_t begin_at_start = 0;
+  uint64_t end_at_start = 0;
+  double in_flight_sum = 0;  // sum of (begins - ends) over polls
+  uint64_t in_flight_polls = 0;
+
+  // Visit rate over all experiments so far, to size the next experiment.
+  uint64_t total_visits = 0;
+  uint64_t total_ns = 0;
+
+  uint64_t begins() const { return __atomic_load_n(&begin.count, __ATOMIC_RELAXED); }
+  uint64_t ends() const { return __atomic_load_n(&end.count, __ATOMIC_RELAXED); }
+};
+
+class ProgressPoints {
+ public:
+  /// The counter for (type, name); created on first use. `name` is copied
+  /// (callers such as the Rust crate pass a temporary string). Returns
+  /// nullptr for an unknown type.
+  coz_counter_t* get_counter(int type, const char* name);
+
+  /// Adds a point that counts from outside the program (e.g. the end-to-end point).
+  ProgressPoint& add(std::string_view name, ProgressPoint::Kind kind);
+
+  /// Calls f(ProgressPoint&) for every point, under the registry lock.
+  template <typename F>
+  void for_each(F&& f) {
+    SpinGuard guard(lock_);
+    for (auto& p : points_) f(p);
+  }
+
+  size_t size() {
+    SpinGuard guard(lock_);
+    return points_.size();
+  }
+
+ private:
+  ProgressPoint& find_or_add(std::string_view name, ProgressPoint::Kind kind);
+
+  SpinLock lock_;
+  std::deque<ProgressPoint> points_;  // deque: counters never move
+};
+
+}  // namespace coz

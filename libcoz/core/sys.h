@@ -1,0 +1,55 @@
+// Raw system calls and clocks for the runtime's own use.
+//
+// libcoz.so exports wrappers for libc functions (nanosleep, syscall, ...), so
+// a plain call to them from inside the runtime would re-enter our own
+// wrappers. The runtime calls the kernel directly instead. Everything here is
+// async-signal-safe.
+#pragma once
+
+#include <sys/syscall.h>
+#include <time.h>
+
+#include <cerrno>
+#include <cstdint>
+
+namespace coz::sys {
+
+inline long raw_syscall6(long n, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0, long a5 = 0,
+                         long a6 = 0) {
+  long ret;
+  register long r10 __asm__("r10") = a4;
+  register long r8 __asm__("r8") = a5;
+  register long r9 __asm__("r9") = a6;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  return ret;  // -errno on failure, as the kernel returns it
+}
+
+inline int gettid() { return static_cast<int>(raw_syscall6(SYS_gettid)); }
+inline int getpid() { return static_cast<int>(raw_syscall6(SYS_getpid)); }
+
+/// CLOCK_MONOTONIC in ns (vDSO; clock_gettime is not interposed).
+inline uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+inline uint64_t realtime_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+/// Sleeps about `ns` (one call; a signal may cut it short) and returns the
+/// time that really passed, measured on CLOCK_MONOTONIC.
+inline uint64_t sleep_ns(uint64_t ns) {
+  uint64_t start = monotonic_ns();
+  timespec ts{static_cast<time_t>(ns / 1'000'000'000u), static_cast<long>(ns % 1'000'000'000u)};
+  raw_syscall6(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, reinterpret_cast<long>(&ts), 0);
+  return monotonic_ns() - start;
+}
+
+}  // namespace coz::sys

@@ -1,0 +1,55 @@
+// The profiler thread: runs one performance experiment after another and
+// writes each one to the profile as soon as it ends.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "experiment.h"
+#include "runtime.h"
+#include "spin_lock.h"
+
+namespace coz {
+
+class Profiler {
+ public:
+  explicit Profiler(Runtime& rt);
+
+  /// Starts the thread (not sampled, all signals blocked).
+  bool start();
+
+  /// At process exit: ends the experiment in progress (kept if it ran long
+  /// enough; in end-to-end mode it is the whole run), then writes the samples
+  /// not yet written and the run time. Safe to call while the thread runs.
+  void shutdown();
+
+ private:
+  struct Running {
+    bool active = false;
+    SourceLine* line = nullptr;
+    double speedup = 0;
+    uint64_t start_ns = 0;
+    uint64_t start_global = 0;
+  };
+
+  static void* thread_main(void* self);
+  void run();
+  SourceLine* wait_for_line();
+  void begin(SourceLine* line, double speedup);
+  /// Ends the running experiment; returns false if there was none. Caller holds lock_.
+  bool end(ExperimentResult& result);
+  void poll_in_flight();
+  std::vector<VisitRate> visit_rates();
+  void write_new_samples();
+  /// Sleeps up to `ns` in short steps; false if shutdown began.
+  bool sleep_unless_stopping(uint64_t ns, bool poll_points);
+
+  Runtime& rt_;
+  ExperimentScheduler scheduler_;
+  SpinLock lock_;  // guards running_ against shutdown() from the exiting thread
+  Running running_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace coz

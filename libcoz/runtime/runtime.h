@@ -1,0 +1,48 @@
+// The runtime's shared state, created once when libcoz.so is loaded and never
+// destroyed (threads may still take samples while the process exits).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "config.h"
+#include "delay.h"
+#include "line_map.h"
+#include "profile_writer.h"
+#include "progress_points.h"
+#include "sys.h"
+
+namespace coz {
+
+/// What the sampling path needs to know about the experiment in progress.
+struct ExperimentState {
+  std::atomic<SourceLine*> selected{nullptr};      // null between experiments
+  std::atomic<uint64_t> selected_samples{0};
+  std::atomic<SourceLine*> candidate{nullptr};     // line of a recent sample: the next one to select
+};
+
+struct SamplingStats {
+  std::atomic<uint64_t> samples{0};
+  std::atomic<uint64_t> unattributed{0};  // no frame of the callchain in scope
+  std::atomic<uint64_t> lost{0};          // dropped by the kernel (ring full)
+};
+
+struct Runtime {
+  Config config;
+  LineMap lines;
+  DelayLedger ledger{&sys::sleep_ns};
+  ProgressPoints points;
+  ProfileWriter writer;
+  ExperimentState experiment;
+  SamplingStats stats;
+  SourceLine* fixed_line = nullptr;
+  uint64_t start_ns = 0;  // CLOCK_MONOTONIC at start-up
+  bool sampling_enabled = true;
+};
+
+/// The runtime, once it is ready to take samples; nullptr before that, or if
+/// profiling is off in this process. Async-signal-safe.
+Runtime* runtime();
+
+}  // namespace coz

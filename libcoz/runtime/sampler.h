@@ -1,0 +1,27 @@
+// Sampling: a perf_event task-clock counter per thread that samples the IP
+// and user callchain into a ring buffer and signals the thread on each
+// sample; the signal handler attributes samples to lines and pays delays.
+#pragma once
+
+#include <csignal>
+
+#include "runtime.h"
+#include "thread_registry.h"
+
+namespace coz {
+
+/// The signal perf_event raises in the sampled thread. A standard signal
+/// (pending signals coalesce, so a flood can never overflow the real-time
+/// queue and turn into SIGIO), and one that programs do not use: SIGPROF is
+/// left to the program's own profiling timers.
+constexpr int sample_signal = SIGSTKFLT;
+
+/// Installs the sample signal handler (once per process).
+bool install_sample_handler();
+
+/// Opens, maps and enables the calling thread's sampler. False (with a
+/// warning the first time) when perf_event_open is refused.
+bool start_sampling(ThreadState& thread, const Config& config);
+void stop_sampling(ThreadState& thread);
+
+}  // namespace coz

@@ -1,0 +1,39 @@
+// Per-thread profiler state: the thread's side of the delay ledger and its
+// sampler. Threads are registered when they start (pthread_create wrapper,
+// or the runtime's constructor for the main thread) and unregistered when
+// they exit (a pthread key destructor, which also runs on pthread_exit).
+#pragma once
+
+#include <cstdint>
+
+#include "delay.h"
+#include "perf_ring.h"
+
+namespace coz {
+
+struct ThreadState {
+  ThreadLedger ledger;
+  int tid = 0;
+  int perf_fd = -1;
+  PerfRing ring;
+  alignas(8) unsigned char scratch[1024];  // a sample record that wraps the ring end is copied here
+};
+
+/// This thread's state, or nullptr if it is not profiled. Async-signal-safe.
+ThreadState* current_thread();
+
+/// Registers the calling thread; `creator_local` is the creator's local delay.
+void register_current_thread(uint64_t creator_local);
+
+/// Pays what the thread owes, stops its sampler and forgets it.
+void unregister_current_thread();
+
+// The delay protocol for the interposed calls; no-ops when the calling
+// thread is not profiled.
+void thread_pre_block();
+void thread_post_block(bool skip);
+void thread_catch_up();
+/// The calling thread's local delay (what a thread it creates inherits).
+uint64_t thread_local_delay();
+
+}  // namespace coz

@@ -1,0 +1,146 @@
+// The delay ledger: credit, debt, skipping on wake-up, catching up before waking.
+#include "delay.h"
+
+#include <gtest/gtest.h>
+
+namespace coz {
+namespace {
+
+// A fake sleep that records requests and "sleeps" exactly (or with a fixed oversleep).
+uint64_t g_slept_total = 0;
+uint64_t g_oversleep = 0;
+uint64_t fake_sleep(uint64_t ns) {
+  g_slept_total += ns + g_oversleep;
+  return ns + g_oversleep;
+}
+
+class DelayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_slept_total = 0;
+    g_oversleep = 0;
+    ledger.start_thread(a, 0);
+    ledger.start_thread(b, 0);
+  }
+  DelayLedger ledger{&fake_sleep};
+  ThreadLedger a, b;
+};
+
+TEST_F(DelayTest, NoExperimentNoDelay) {
+  ledger.credit_sample(a);
+  EXPECT_EQ(ledger.global(), 0u);
+  EXPECT_EQ(ledger.pay(b), 0u);
+}
+
+TEST_F(DelayTest, SelectedSampleCreditsItselfAndDelaysOthers) {
+  ledger.begin_experiment(500);
+  ledger.credit_sample(a);
+  ledger.credit_sample(a);
+  EXPECT_EQ(ledger.global(), 1000u);
+  EXPECT_EQ(ledger.owed(a), 0u) << "the sampled thread never pauses for its own samples";
+  EXPECT_EQ(ledger.owed(b), 1000u);
+  EXPECT_EQ(ledger.pay(b), 1000u);
+  EXPECT_EQ(ledger.owed(b), 0u);
+  EXPECT_EQ(ledger.total_paused(), 1000u);
+}
+
+TEST_F(DelayTest, TwoThreadsInTheLineEachPayForTheOther) {
+  // Both run the selected line: each saves d, so each is delayed by the other's d.
+  ledger.begin_experiment(300);
+  ledger.credit_sample(a);
+  ledger.credit_sample(b);
+  EXPECT_EQ(ledger.owed(a), 300u);
+  EXPECT_EQ(ledger.owed(b), 300u);
+}
+
+TEST_F(DelayTest, OversleepIsCreditedSoErrorDoesNotAccumulate) {
+  ledger.begin_experiment(100);
+  g_oversleep = 60;
+  ledger.credit_sample(a);
+  EXPECT_EQ(ledger.pay(b), 160u);
+  ledger.credit_sample(a);  // global 200, b has paid 160
+  EXPECT_EQ(ledger.owed(b), 40u);
+  ledger.credit_sample(a);
+  ledger.credit_sample(a);  // global 400; b 160 -> owes 240
+  g_oversleep = 0;
+  EXPECT_EQ(ledger.pay(b), 240u);
+}
+
+TEST_F(DelayTest, WokenByAnotherThreadSkipsDelaysWhileBlocked) {
+  ledger.begin_experiment(1000);
+  ledger.credit_sample(a);       // b owes 1000 before blocking
+  ledger.pre_block(b);
+  ledger.credit_sample(a);       // accrued while b was blocked
+  ledger.credit_sample(a);
+  g_slept_total = 0;
+  ledger.post_block(b, /*skip=*/true);
+  EXPECT_EQ(g_slept_total, 1000u) << "b still pays its debt from before it blocked, nothing more";
+  EXPECT_EQ(ledger.owed(b), 0u);
+}
+
+TEST_F(DelayTest, WokenByTimeoutPaysDelaysWhileBlocked) {
+  ledger.begin_experiment(1000);
+  ledger.pre_block(b);
+  ledger.credit_sample(a);
+  ledger.credit_sample(a);
+  ledger.post_block(b, /*skip=*/false);
+  EXPECT_EQ(g_slept_total, 2000u);
+}
+
+TEST_F(DelayTest, CatchUpBeforeWakingPaysTheWakersDebt) {
+  ledger.begin_experiment(700);
+  ledger.credit_sample(b);
+  ledger.catch_up(a);
+  EXPECT_EQ(g_slept_total, 700u);
+  EXPECT_EQ(ledger.owed(a), 0u);
+}
+
+TEST_F(DelayTest, DebtFromAnEarlierExperimentIsForgiven) {
+  ledger.begin_experiment(1000);
+  ledger.credit_sample(a);
+  ledger.end_experiment();
+  EXPECT_EQ(ledger.owed(b), 1000u) << "still owed until the next experiment starts";
+  ledger.begin_experiment(0);
+  EXPECT_EQ(ledger.owed(b), 0u);
+}
+
+TEST_F(DelayTest, SkipAcrossExperimentsKeepsOnlyTheNewExperimentsShare) {
+  ledger.begin_experiment(1000);
+  ledger.pre_block(b);
+  ledger.credit_sample(a);
+  ledger.end_experiment();
+  ledger.begin_experiment(1000);
+  ledger.credit_sample(a);
+  ledger.post_block(b, /*skip=*/false);  // timed out: pays what accrued in *this* experiment
+  EXPECT_EQ(g_slept_total, 1000u);
+}
+
+TEST_F(DelayTest, NewThreadStartsWhereItsCreatorStood) {
+  ledger.begin_experiment(1000);
+  ledger.credit_sample(a);
+  ledger.credit_sample(a);
+  ThreadLedger child;
+  ledger.start_thread(child, a.local.load());
+  EXPECT_EQ(ledger.owed(child), 0u);
+  ledger.start_thread(child, b.local.load());
+  EXPECT_EQ(ledger.owed(child), 2000u) << "a thread created by an indebted thread inherits the debt";
+}
+
+TEST_F(DelayTest, SignalHandlerDoesNotPayWhileThreadIsInsideLedger) {
+  ledger.begin_experiment(1000);
+  ledger.credit_sample(a);
+  b.busy.store(true);
+  EXPECT_EQ(ledger.pay_from_signal(b), 0u);
+  b.busy.store(false);
+  EXPECT_EQ(ledger.pay_from_signal(b), 1000u);
+}
+
+TEST_F(DelayTest, ZeroSpeedupExperimentInsertsNothing) {
+  ledger.begin_experiment(0);
+  for (int i = 0; i < 10; ++i) ledger.credit_sample(a);
+  EXPECT_EQ(ledger.global(), 0u);
+  EXPECT_EQ(ledger.pay(b), 0u);
+}
+
+}  // namespace
+}  // namespace coz

@@ -1,0 +1,116 @@
+// What the runtime writes, the analysis library reads back unchanged.
+#include "profile_writer.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "profile.h"
+
+namespace coz {
+namespace {
+
+ExperimentResult sample_experiment() {
+  ExperimentResult e;
+  e.selected = "/src/app/main.cpp:42";
+  e.speedup = 0.35;
+  e.duration_ns = 51'234'567;
+  e.selected_samples = 12;
+  PointResult t;
+  t.name = "main.cpp:60";
+  t.delta = 118;
+  PointResult l;
+  l.name = "request";
+  l.latency = true;
+  l.arrivals = 40;
+  l.departures = 39;
+  l.difference = 1;
+  l.mean_in_flight = 1.25;
+  e.points = {t, l};
+  return e;
+}
+
+TEST(ProfileWriter, ExperimentFormatIsCozCompatible) {
+  std::string text = ProfileWriter::format_experiment(sample_experiment());
+  EXPECT_EQ(text,
+            "experiment\tselected=/src/app/main.cpp:42\tspeedup=0.35\tduration=51234567\tselected-samples=12\n"
+            "throughput-point\tname=main.cpp:60\tdelta=118\n"
+            "latency-point\tname=request\tarrivals=40\tdepartures=39\tdifference=1\tmean-in-flight=1.25\n");
+}
+
+TEST(ProfileWriter, NamesCannotBreakTheRecordSyntax) {
+  ExperimentResult e = sample_experiment();
+  e.points[0].name = "bad\tname\nwith breaks";
+  std::string text = ProfileWriter::format_experiment(e);
+  EXPECT_NE(text.find("name=bad name with breaks\tdelta=118\n"), std::string::npos);
+}
+
+TEST(ProfileWriter, RoundTripThroughTheReader) {
+  char path[] = "/tmp/coz-writer-test-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  {
+    ProfileWriter w;
+    std::string error;
+    ASSERT_TRUE(w.open(path, error)) << error;
+    w.write_startup(123, 10, 1, "./app --flag");
+    w.write_experiment(sample_experiment());
+    w.write_samples({{"/src/app/main.cpp:42", 87}, {"/src/app/main.cpp:43", 3}});
+    w.write_samples({{"/src/app/main.cpp:42", 13}});
+    w.write_runtime(999);
+  }
+  analysis::Profile p;
+  ASSERT_TRUE(analysis::read_profile_file(path, p));
+  unlink(path);
+  EXPECT_TRUE(p.warnings.empty()) << p.warnings.front();
+  ASSERT_EQ(p.experiments.size(), 1u);
+  const auto& e = p.experiments[0];
+  EXPECT_EQ(e.selected, "/src/app/main.cpp:42");
+  EXPECT_DOUBLE_EQ(e.speedup, 0.35);
+  EXPECT_EQ(e.duration_ns, 51'234'567u);
+  EXPECT_EQ(e.selected_samples, 12u);
+  ASSERT_EQ(e.throughput.size(), 1u);
+  EXPECT_EQ(e.throughput[0].name, "main.cpp:60");
+  EXPECT_EQ(e.throughput[0].delta, 118u);
+  ASSERT_EQ(e.latency.size(), 1u);
+  EXPECT_EQ(e.latency[0].arrivals, 40u);
+  EXPECT_EQ(e.latency[0].departures, 39u);
+  EXPECT_EQ(e.latency[0].difference, 1);
+  EXPECT_DOUBLE_EQ(e.latency[0].mean_in_flight, 1.25);
+  EXPECT_EQ(p.samples.at("/src/app/main.cpp:42"), 100u);
+  EXPECT_EQ(p.samples.at("/src/app/main.cpp:43"), 3u);
+  EXPECT_EQ(p.runtime_ns, 999u);
+}
+
+TEST(ProfileWriter, AppendsWithoutTruncating) {
+  char path[] = "/tmp/coz-writer-test-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, "runtime\ttime=1\n", 15), 15);
+  close(fd);
+  {
+    ProfileWriter w;
+    std::string error;
+    ASSERT_TRUE(w.open(path, error));
+    w.write_runtime(2);
+  }
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  unlink(path);
+  EXPECT_EQ(ss.str(), "runtime\ttime=1\nruntime\ttime=2\n");
+}
+
+TEST(ProfileWriter, OpenFailureIsReportedNotThrown) {
+  ProfileWriter w;
+  std::string error;
+  EXPECT_FALSE(w.open("/nonexistent-dir/profile.coz", error));
+  EXPECT_NE(error.find("/nonexistent-dir/profile.coz"), std::string::npos);
+  w.write_runtime(1);  // harmless when closed
+}
+
+}  // namespace
+}  // namespace coz
