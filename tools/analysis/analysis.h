@@ -11,6 +11,18 @@ namespace coz::analysis {
 
 enum class PointKind { Throughput, Latency };
 
+/// "throughput" or "latency" (the names used in reports and JSON).
+const char* to_string(PointKind kind);
+
+/// One experiment's contribution to a pooled estimate, kept so that
+/// confidence intervals (bootstrap over experiments) can be added later
+/// without re-reading the profile.
+struct Observation {
+  uint64_t duration_ns = 0;
+  uint64_t visits = 0;     // throughput: delta; latency: arrivals
+  double in_flight = 0.0;  // latency only: mean in flight L (mean-in-flight, else difference)
+};
+
 /// Pooled result of all experiments on one line at one speedup, for one point.
 struct SpeedupEstimate {
   double line_speedup = 0.0;     // 0..1
@@ -18,6 +30,8 @@ struct SpeedupEstimate {
   uint64_t experiments = 0;
   uint64_t visits = 0;           // progress visits (throughput) or arrivals (latency) pooled
   uint64_t duration_ns = 0;      // effective duration pooled
+  double value_ns = 0.0;         // pooled period P(s) (throughput) or mean latency W(s), in ns
+  std::vector<Observation> observations;  // one per experiment, in profile order
 };
 
 /// Everything known about one (line, progress point) pair.
@@ -31,6 +45,9 @@ struct LineEffect {
   uint64_t experiments = 0;   // experiments behind the curve, baseline included
   uint64_t samples = 0;       // samples attributed to the line (conventional profile)
   double sample_share = 0.0;  // samples / all samples, 0..1
+  bool measured = false;      // the curve has a point at a non-zero line speedup
+  bool global_baseline = false;  // P(0) came from all lines' 0% experiments (this line had none usable)
+  double baseline_ns = 0.0;   // P(0) or W(0) used, in ns; 0 when there is none
 };
 
 struct AnalysisOptions {

@@ -37,6 +37,10 @@ struct Profile {
   std::map<std::string, uint64_t> samples;  // "FILE:LINE" -> samples (summed over records)
   uint64_t runtime_ns = 0;                  // summed over processes/runs
   std::vector<std::string> warnings;        // "file:line: what was wrong" for each skipped line
+  // A garbage file can have millions of bad lines: past max_warnings they
+  // are only counted, so memory stays bounded.
+  uint64_t warnings_dropped = 0;
+  static constexpr size_t max_warnings = 1000;
 };
 
 /// Appends the records read from `in` to `profile`. `source_name` is used in

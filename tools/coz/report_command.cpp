@@ -1,1 +1,148 @@
-// placeholder
+// `coz report`: reads one or more profiles, analyses them together and prints
+// the ranked table. Parsing, statistics and layout live in coz_analysis; this
+// file only maps the command line and the terminal onto them.
+#include "report_command.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include "analysis.h"
+#include "profile.h"
+#include "text_report.h"
+
+namespace coz {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr size_t max_warning_lines = 20;  // enough to see the pattern, not a screenful of garbage
+constexpr size_t default_width = 100;
+
+struct ReportArgs {
+  std::vector<std::string> files;
+  // Signed on purpose: program_options would wrap "-1" into a huge unsigned.
+  long long top = 20;
+  std::string point;
+  long long min_experiments = 1;
+  bool no_color = false;
+  bool help = false;
+};
+
+po::options_description visible_options(ReportArgs& args) {
+  po::options_description opts("Options");
+  opts.add_options()
+      ("top", po::value(&args.top)->default_value(args.top)->value_name("N"),
+       "show the N best lines per progress point (0: all)")
+      ("point", po::value(&args.point)->value_name("NAME"), "only this progress point")
+      ("min-experiments", po::value(&args.min_experiments)->default_value(args.min_experiments)->value_name("N"),
+       "hide lines with fewer experiments")
+      ("no-color", po::bool_switch(&args.no_color), "no ANSI colours (also: NO_COLOR set)")
+      ("help,h", po::bool_switch(&args.help), "show this help");
+  return opts;
+}
+
+void print_usage(const po::options_description& opts) {
+  std::cout << "Usage: coz report [options] [PROFILE...]\n"
+               "Ranks source lines by how much making them faster would speed up the program.\n"
+               "PROFILE defaults to profile.coz; several profiles are analysed together.\n\n"
+            << opts;
+}
+
+// Fails with a message for the caller to print; nothing is written here.
+bool parse(int argc, char** argv, ReportArgs& args, po::options_description& visible, std::string& error) {
+  po::options_description all;
+  all.add(visible).add_options()("profile", po::value(&args.files)->composing());
+  po::positional_options_description positional;
+  positional.add("profile", -1);
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {  // program_options reports bad input by throwing
+    error = e.what();
+    return false;
+  }
+  if (args.top < 0) return error = "--top must be 0 or more", false;
+  if (args.min_experiments < 0) return error = "--min-experiments must be 0 or more", false;
+  if (args.files.empty()) args.files.push_back("profile.coz");
+  return true;
+}
+
+size_t terminal_width() {
+  winsize ws{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return default_width;
+}
+
+void print_warnings(const analysis::Profile& profile) {
+  size_t shown = std::min(profile.warnings.size(), max_warning_lines);
+  for (size_t i = 0; i < shown; ++i) std::cerr << "coz report: warning: " << profile.warnings[i] << '\n';
+  uint64_t rest = profile.warnings.size() - shown + profile.warnings_dropped;
+  if (rest > 0) std::cerr << fmt::format("coz report: ... and {} more warning{}\n", rest, rest == 1 ? "" : "s");
+}
+
+int fail(const std::string& message) {
+  std::cerr << "coz report: " << message << '\n';
+  return 2;
+}
+
+}  // namespace
+
+int report_main(int argc, char** argv) {
+  ReportArgs args;
+  po::options_description visible = visible_options(args);
+  std::string error;
+  if (!parse(argc, argv, args, visible, error)) return fail(error + " (see coz report --help)");
+  if (args.help) {
+    print_usage(visible);
+    return 0;
+  }
+
+  analysis::Profile profile;
+  for (const std::string& file : args.files) {
+    analysis::Profile one;
+    // Read each file alone first so a missing file stops before any output.
+    if (!analysis::read_profile_file(file, one)) {
+      return fail(one.warnings.empty() ? "cannot open " + file : one.warnings.back());
+    }
+    std::move(one.experiments.begin(), one.experiments.end(), std::back_inserter(profile.experiments));
+    for (const auto& [location, count] : one.samples) profile.samples[location] += count;
+    profile.runtime_ns += one.runtime_ns;
+    std::move(one.warnings.begin(), one.warnings.end(), std::back_inserter(profile.warnings));
+    profile.warnings_dropped += one.warnings_dropped;
+  }
+
+  analysis::AnalysisOptions options;
+  options.point = args.point;
+  options.min_experiments = static_cast<uint64_t>(args.min_experiments);
+  analysis::Analysis result = analysis::analyze(profile, options);
+  if (!args.point.empty() && result.experiments > 0 &&
+      std::find(result.points.begin(), result.points.end(), args.point) == result.points.end()) {
+    std::string known;
+    for (const std::string& p : result.points) known += (known.empty() ? "" : ", ") + p;
+    return fail(fmt::format("no progress point named '{}' in the profile (points: {})", args.point,
+                            known.empty() ? "none" : known));
+  }
+
+  print_warnings(profile);
+  analysis::TextReportOptions text;
+  text.top = static_cast<size_t>(args.top);
+  bool tty = isatty(STDOUT_FILENO) == 1;
+  text.colour = tty && !args.no_color && std::getenv("NO_COLOR") == nullptr;
+  text.width = tty ? terminal_width() : default_width;
+  analysis::write_text_report(std::cout, result, text);
+  std::cout.flush();
+  return 0;
+}
+
+}  // namespace coz

@@ -1,0 +1,181 @@
+// Tests of the `coz report` table: layout limits, shortening, columns, hints.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analysis.h"
+#include "text_report.h"
+
+namespace coz::analysis {
+namespace {
+
+std::string render(const Analysis& a, TextReportOptions o = {}) {
+  std::ostringstream out;
+  write_text_report(out, a, o);
+  return out.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+size_t columns(const std::string& s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+LineEffect effect(const std::string& line, const std::string& point, double impact,
+                  std::vector<std::pair<double, double>> curve) {
+  LineEffect e;
+  e.line = line;
+  e.point = point;
+  e.impact = impact;
+  for (auto [s, y] : curve) {
+    SpeedupEstimate p;
+    p.line_speedup = s;
+    p.program_speedup = y;
+    p.experiments = 1;
+    e.curve.push_back(p);
+    if (s > 0) e.measured = true;
+  }
+  e.experiments = e.curve.size();
+  return e;
+}
+
+Analysis sample() {
+  Analysis a;
+  a.experiments = 12;
+  a.total_samples = 200;
+  a.points = {"request", "txn"};
+  LineEffect deep = effect("/home/someone/work/a/very/deep/source/tree/with/many/levels/server_handler.cpp:1234",
+                           "request", 0.123, {{0, 0}, {0.25, 0.05}, {0.5, 0.2}, {0.95, 0.3}});
+  deep.samples = 50;
+  deep.sample_share = 0.25;
+  a.effects.push_back(deep);
+  LineEffect txn = effect("src/db.cpp:7", "txn", 0.08, {{0, 0}, {0.30, 0.1}});
+  txn.kind = PointKind::Latency;
+  a.effects.push_back(txn);
+  LineEffect global = effect("src/g.cpp:3", "request", 0.01, {{0.75, 0.02}});
+  global.global_baseline = true;
+  a.effects.push_back(global);
+  a.effects.push_back(effect("src/cold.cpp:9", "request", 0.0, {{0, 0}}));
+  return a;
+}
+
+TEST(TextReport, FitsOneHundredColumns) {
+  std::string text = render(sample());
+  for (const std::string& l : lines_of(text)) EXPECT_LE(columns(l), 100u) << l;
+  for (const std::string& l : lines_of(render(sample(), {20, false, 300}))) EXPECT_LE(columns(l), 100u) << l;
+  for (const std::string& l : lines_of(render(sample(), {20, false, 72}))) EXPECT_LE(columns(l), 72u) << l;
+}
+
+TEST(TextReport, LongPathsLoseTheirLeftEnd) {
+  std::string text = render(sample());
+  EXPECT_NE(text.find("…"), std::string::npos);
+  EXPECT_NE(text.find("server_handler.cpp:1234"), std::string::npos) << text;
+  EXPECT_EQ(text.find("/home/someone"), std::string::npos) << text;
+  std::string narrow = render(sample(), {20, false, 60});
+  EXPECT_NE(narrow.find("server_handler.cpp:1234"), std::string::npos) << narrow;
+}
+
+TEST(TextReport, RowShowsImpactEffectsShareAndExperiments) {
+  std::string text = render(sample());
+  std::string row;
+  for (const std::string& l : lines_of(text)) {
+    if (l.find("server_handler.cpp:1234") != std::string::npos) row = l;
+  }
+  ASSERT_FALSE(row.empty()) << text;
+  EXPECT_EQ(row.rfind("  1  ", 0), 0u) << row;
+  EXPECT_NE(row.find("+12.3%"), std::string::npos) << row;
+  // @25% -> 0.25, @50% -> 0.5, @100% -> nearest within 0.05 is 0.95.
+  EXPECT_NE(row.find("+12.3%    +5.0%  +20.0%  +30.0%"), std::string::npos) << row;
+  EXPECT_NE(row.find("25.0%"), std::string::npos) << row;
+  EXPECT_EQ(row.back(), '4') << row;
+}
+
+TEST(TextReport, UnmeasuredEffectsShowDashes) {
+  std::string text = render(sample());
+  std::string db, cold;
+  for (const std::string& l : lines_of(text)) {
+    if (l.find("src/db.cpp:7") != std::string::npos) db = l;
+    if (l.find("src/cold.cpp:9") != std::string::npos) cold = l;
+  }
+  // 0.30 is within one 5% step of 0.25 (shown under @25%), not of 0.5 or 1.
+  EXPECT_NE(db.find("+8.0%   +10.0%       -       -"), std::string::npos) << db;
+  EXPECT_NE(cold.find("   -        -       -       -"), std::string::npos) << cold;
+}
+
+TEST(TextReport, OneSectionPerPointAndGlobalBaselineFootnote) {
+  std::string text = render(sample());
+  size_t request = text.find("Throughput point \"request\"");
+  size_t txn = text.find("Latency point \"txn\"");
+  ASSERT_NE(request, std::string::npos) << text;
+  ASSERT_NE(txn, std::string::npos) << text;
+  EXPECT_LT(request, txn) << "sections follow the best-ranked line of each point";
+  EXPECT_LT(text.find("src/cold.cpp:9"), txn) << "lines stay in their point's section";
+  EXPECT_NE(text.find("+1.0%*"), std::string::npos) << text;
+  EXPECT_NE(text.find("* baseline from all lines' 0% experiments"), std::string::npos);
+  EXPECT_NE(text.find("12 experiments, 2 progress points, 200 samples"), std::string::npos) << text;
+}
+
+TEST(TextReport, TopLimitsEachSection) {
+  std::string text = render(sample(), {1, false, 100});
+  EXPECT_EQ(text.find("src/g.cpp:3"), std::string::npos) << text;
+  EXPECT_NE(text.find("... 2 more lines"), std::string::npos) << text;
+  EXPECT_NE(text.find("src/db.cpp:7"), std::string::npos) << "top applies per section";
+}
+
+TEST(TextReport, NarrowTerminalsDropColumnsNotTheLine) {
+  std::string text = render(sample(), {20, false, 60});
+  EXPECT_EQ(text.find("@25%"), std::string::npos) << text;
+  EXPECT_NE(text.find("@50%"), std::string::npos) << text;
+  for (const std::string& l : lines_of(text)) EXPECT_LE(columns(l), 60u) << l;
+}
+
+TEST(TextReport, ColourOnlyWhenAsked) {
+  EXPECT_EQ(render(sample()).find('\x1b'), std::string::npos);
+  TextReportOptions colour;
+  colour.colour = true;
+  EXPECT_NE(render(sample(), colour).find("\x1b[32m"), std::string::npos) << "positive impact in green";
+}
+
+TEST(TextReport, HintWhenThereAreNoExperiments) {
+  std::string text = render(Analysis{});
+  EXPECT_NE(text.find("no experiments: add a progress point (COZ_PROGRESS) or use --end-to-end, run longer, "
+                      "build with -g"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("0 experiments"), std::string::npos);
+}
+
+TEST(TextReport, HintWhenNoPointWasRecorded) {
+  Analysis a;
+  a.experiments = 5;
+  std::string text = render(a);
+  EXPECT_NE(text.find("no progress point was recorded"), std::string::npos) << text;
+}
+
+TEST(TextReport, ControlCharactersInNamesAreNotSentToTheTerminal) {
+  Analysis a;
+  a.experiments = 1;
+  a.points = {"p"};
+  a.effects.push_back(effect("evil\x1b[2J.c:1", "p", 0.1, {{0, 0}, {0.5, 0.1}}));
+  std::string text = render(a);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_NE(text.find("evil?[2J.c:1"), std::string::npos) << text;
+
+  a.effects[0].line = "bad\xff\x80utf8\xc3.c:1 \xc3\xa9";
+  text = render(a);
+  EXPECT_NE(text.find("bad??utf8?.c:1 \xc3\xa9"), std::string::npos) << text;
+  for (const std::string& l : lines_of(text)) EXPECT_LE(columns(l), 100u) << l;
+}
+
+}  // namespace
+}  // namespace coz::analysis
