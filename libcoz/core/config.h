@@ -14,6 +14,7 @@ namespace coz {
 struct Config {
   // --- set by `coz run` ---
   std::string output_path = "profile.coz";  // COZ_OUTPUT
+  std::string program;                      // COZ_PROGRAM: the program `coz run` launched (real path); "" = this process's
   std::vector<std::string> binary_scope;    // COZ_BINARY_SCOPE, one glob per line; empty: the main executable
   std::vector<std::string> source_scope;    // COZ_SOURCE_SCOPE, one glob per line; empty: all but system sources
   std::string fixed_line;                   // COZ_FIXED_LINE "FILE:LINE"; empty: chosen by samples

@@ -70,9 +70,10 @@ std::vector<LoadedObject> loaded_objects(const std::string& main_executable) {
   return walk.objects;
 }
 
-/// Builds the line map of every object in scope. False if nothing is in scope.
-bool build_line_map(Runtime& rt, const std::string& main_executable) {
-  BinaryScope binaries(rt.config.binary_scope, main_executable);
+/// Builds the line map of every object in scope; returns how many objects were in scope.
+/// `main_program` is what "MAIN" (and the default scope) means.
+size_t build_line_map(Runtime& rt, const std::string& main_executable, const std::string& main_program) {
+  BinaryScope binaries(rt.config.binary_scope, main_program);
   SourceScope sources(rt.config.source_scope);
   SourceFilter in_scope = [&](std::string_view file) { return sources.contains(file); };
   uint64_t t0 = sys::monotonic_ns();
@@ -94,10 +95,7 @@ bool build_line_map(Runtime& rt, const std::string& main_executable) {
   rt.lines.finalize();
   log::info("line map: {} objects in scope, {} lines, built in {:.1f} ms", objects, rt.lines.lines().size(),
             (sys::monotonic_ns() - t0) / 1e6);
-  if (objects == 0) {
-    log::warn("no loaded binary matches the binary scope; nothing will be profiled");
-  }
-  return !rt.lines.lines().empty();
+  return objects;
 }
 
 /// "FILE:LINE" -> the line, or an error message.
@@ -119,6 +117,16 @@ SourceLine* resolve_fixed_line(Runtime& rt, const std::string& spec, std::string
   return found;
 }
 
+/// A forked child has no profiler thread and shares the parent's perf
+/// events and profile: until it gets a profiler of its own (a later issue),
+/// it stays out of the way: its copy of the sampler is closed and it writes
+/// nothing. A child that execs a program gets a fresh runtime from LD_PRELOAD.
+void on_fork_child() {
+  if (ThreadState* t = current_thread()) stop_sampling(*t);
+  g_runtime.store(nullptr, std::memory_order_release);
+  g_profiler = nullptr;
+}
+
 void start() {
   real::functions();
   std::vector<std::string> errors;
@@ -130,7 +138,18 @@ void start() {
   rt->start_ns = sys::monotonic_ns();
 
   std::string main_executable = read_link("/proc/self/exe");
-  bool lines_in_scope = build_line_map(*rt, main_executable);
+  // In a program that `coz run` launched, MAIN is that program; in a program
+  // it execs (inherited LD_PRELOAD), MAIN still names the launched one, so an
+  // unrelated child (a shell from system(), say) is out of scope and quiet.
+  bool launched_here = rt->config.program.empty() || rt->config.program == main_executable;
+  std::string main_program = rt->config.program.empty() ? main_executable : rt->config.program;
+  size_t objects_in_scope = build_line_map(*rt, main_executable, main_program);
+  if (objects_in_scope == 0) {
+    if (launched_here) log::warn("no loaded binary matches the binary scope; nothing will be profiled");
+    else log::info("{} is out of scope; not profiling it", main_executable);
+    return;
+  }
+  bool lines_in_scope = !rt->lines.lines().empty();
 
   if (!rt->config.fixed_line.empty()) {
     std::string error;
@@ -158,6 +177,7 @@ void start() {
   }
   g_runtime.store(rt, std::memory_order_release);
   register_current_thread(rt->ledger.global());
+  pthread_atfork(nullptr, nullptr, &on_fork_child);
   g_profiler = new Profiler(*rt);
   if (!g_profiler->start()) g_profiler = nullptr;
 }

@@ -81,6 +81,12 @@ void on_sample_signal(int, siginfo_t*, void*) {
           }
         },
         t->scratch, sizeof t->scratch);
+    if (!t->regular_period) {
+      // The first period was a random phase (see start_sampling); from now on the regular one.
+      uint64_t period = rt->config.sample_period_ns;
+      sys::raw_syscall6(SYS_ioctl, t->perf_fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<long>(&period));
+      t->regular_period = true;
+    }
     rt->ledger.pay_from_signal(t->ledger);
   }
   errno = saved_errno;
@@ -118,7 +124,12 @@ bool start_sampling(ThreadState& t, const Config& config) {
   attr.size = sizeof attr;
   attr.type = PERF_TYPE_SOFTWARE;
   attr.config = PERF_COUNT_SW_TASK_CLOCK;
-  attr.sample_period = config.sample_period_ns;
+  // Each thread's CPU clock starts at zero, so a fixed first period would
+  // never sample the last partial period of a short-lived thread: with thread
+  // churn, every thread's final fraction of a period would go unseen. A
+  // random first period makes every instant equally likely to be sampled.
+  uint64_t phase = (static_cast<uint64_t>(t.tid) * 0x9E3779B97F4A7C15ull) ^ sys::monotonic_ns();
+  attr.sample_period = 1 + phase % config.sample_period_ns;
   attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN;
   attr.disabled = 1;
   attr.exclude_kernel = 1;  // also keeps samples (and signals) to user mode, so no syscall sees EINTR
@@ -140,6 +151,7 @@ bool start_sampling(ThreadState& t, const Config& config) {
     return false;
   }
   t.perf_fd = static_cast<int>(fd);
+  t.regular_period = false;
   if (!t.ring.map(t.perf_fd, config.ring_data_pages)) {
     log::warn_once(g_perf_refused_warned, "cannot map the perf_event ring buffer: {}", std::strerror(errno));
     stop_sampling(t);

@@ -15,6 +15,7 @@ struct ThreadState {
   ThreadLedger ledger;
   int tid = 0;
   int perf_fd = -1;
+  bool regular_period = false;  // false until the first sample (which comes after a random phase)
   PerfRing ring;
   alignas(8) unsigned char scratch[1024];  // a sample record that wraps the ring end is copied here
 };

@@ -185,6 +185,8 @@ int run_main(int argc, char** argv) {
   if (!output_writable(output, error)) return fail(error);
 
   setenv("COZ_OUTPUT", output.c_str(), 1);
+  char program_path[PATH_MAX];
+  if (realpath(program->c_str(), program_path)) setenv("COZ_PROGRAM", program_path, 1);
   if (vm.count("binary-scope")) setenv("COZ_BINARY_SCOPE", join_lines(vm["binary-scope"].as<std::vector<std::string>>()).c_str(), 1);
   if (vm.count("source-scope")) setenv("COZ_SOURCE_SCOPE", join_lines(vm["source-scope"].as<std::vector<std::string>>()).c_str(), 1);
   if (vm.count("fixed-line")) {
