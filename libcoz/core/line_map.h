@@ -9,11 +9,15 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace coz {
+
+struct LineTable;  // dwarf_lines.h
 
 /// One source line that samples can be attributed to and experiments can select.
 /// Addresses of SourceLine objects are stable for the life of the LineMap.
@@ -50,7 +54,10 @@ class LineMap {
   /// Never throws: problems are reported in the result.
   ObjectLines add_object(const std::string& path, uintptr_t load_bias, const SourceFilter& in_scope);
 
-  /// Sorts the ranges; call after the last add_object() and before find().
+  /// Sorts the ranges added so far and makes them visible to find(); call
+  /// after the last add_object() and before find(), and again after adding a
+  /// library later. Safe while other threads call find(); add_object() and
+  /// finalize() themselves must not run concurrently with each other.
   void finalize();
 
   /// The line containing `address`, or nullptr. Async-signal-safe.
@@ -65,7 +72,11 @@ class LineMap {
   const std::deque<SourceLine>& lines() const { return lines_; }
   std::deque<SourceLine>& lines() { return lines_; }
 
-  size_t range_count() const { return ranges_.size(); }
+  /// Ranges visible to find() (those added before the last finalize()).
+  size_t range_count() const {
+    const RangeTable* t = published_.load(std::memory_order_acquire);
+    return t ? t->ranges.size() : 0;
+  }
 
  private:
   struct Range {
@@ -73,9 +84,32 @@ class LineMap {
     uintptr_t end;
     SourceLine* line;
   };
+  // find() reads an immutable sorted table through one atomic pointer, so a
+  // library can be added (add_object + finalize, on another thread) while
+  // signal handlers keep looking up: they see the old table or the new one.
+  // Old tables are kept until the map dies, since a handler may still read one.
+  struct RangeTable {
+    std::vector<Range> ranges;  // sorted, disjoint
+  };
+  struct ObjectState;  // per add_object() call (line_map.cpp)
+
+  void add_line_table(const LineTable& table, ObjectState& object);
+  uint32_t intern_file(std::string_view path);
+  uint32_t intern_line(uint32_t file_id, uint32_t line);  // index into lines_
+  /// Appends [begin, end) -> line to the pending ranges, extending the last one
+  /// when contiguous. The symbol-table fallback will call it with line 0 ranges.
+  void add_range(uintptr_t begin, uintptr_t end, uint32_t line_index, ObjectState& object);
+
   std::deque<SourceLine> lines_;
-  std::vector<Range> ranges_;
-  bool finalized_ = false;
+  std::vector<Range> pending_;  // added since the last finalize(), unsorted
+  std::atomic<const RangeTable*> published_{nullptr};
+  std::vector<std::unique_ptr<RangeTable>> tables_;  // every table published, newest last
+
+  std::deque<std::string> files_;  // every file name seen, interned (stable for the views below)
+  std::unordered_map<std::string_view, uint32_t> file_ids_;
+  std::unordered_map<uint64_t, uint32_t> line_ids_;  // (file id << 32 | line) -> index into lines_
+  std::vector<uint32_t> line_object_;                // per line: last object that used it (counts ObjectLines::lines)
+  uint32_t object_count_ = 0;
 };
 
 }  // namespace coz

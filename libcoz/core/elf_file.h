@@ -1,0 +1,50 @@
+// An ELF file opened for reading its debug sections.
+//
+// A thin layer over libelfin that turns its exceptions into error messages
+// and hands out section bytes as spans, so the DWARF readers never see
+// libelfin types. Later issues add the build-id and .gnu_debuglink here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <libelfin/elf/elf++.hh>
+
+namespace coz {
+
+class ElfFile {
+ public:
+  struct Section {
+    std::span<const uint8_t> bytes;  // empty if absent or SHT_NOBITS (a stripped copy)
+    bool present = false;
+    bool compressed = false;  // SHF_COMPRESSED: bytes start with an Elf_Chdr
+  };
+
+  /// A virtual address range [begin, end) of a loadable, executable segment.
+  struct CodeSegment {
+    uint64_t begin;
+    uint64_t end;
+  };
+
+  /// Opens and maps `path`. Never throws: on failure returns nullopt and sets `error`.
+  static std::optional<ElfFile> open(const std::string& path, std::string& error);
+
+  /// The section named `name` (".debug_line", ...).
+  Section section(std::string_view name) const;
+
+  /// Executable PT_LOAD segments (file addresses, before the load bias).
+  const std::vector<CodeSegment>& code_segments() const { return code_segments_; }
+
+  const elf::elf& elf() const { return elf_; }
+
+ private:
+  explicit ElfFile(elf::elf e) : elf_(std::move(e)) {}
+  elf::elf elf_;
+  std::vector<CodeSegment> code_segments_;
+};
+
+}  // namespace coz
