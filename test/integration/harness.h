@@ -1,0 +1,117 @@
+// Harness for the integration tests: runs `coz run` on a target program,
+// reads the profile it wrote, and looks things up in it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis.h"
+#include "profile.h"
+
+namespace coz_itest {
+
+namespace analysis = coz::analysis;
+
+/// How a child process ended, with what it printed.
+struct ProcessResult {
+  bool exited = false;     // exited normally (else killed by a signal or by the timeout)
+  int exit_status = -1;    // valid when `exited`
+  int term_signal = 0;     // the signal that ended it, when not `exited`
+  bool timed_out = false;  // the harness killed it
+  std::string out;         // everything it wrote to stdout
+  std::string err;         // everything it wrote to stderr
+  double seconds = 0.0;    // wall time
+};
+
+/// "exit status 3" / "killed by signal 9 (timed out)", then stderr: for failure messages.
+std::string describe(const ProcessResult& result);
+
+/// A scratch directory under $TMPDIR (or /tmp), removed on destruction unless keep().
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  void keep() { keep_ = true; }
+
+ private:
+  std::string path_;
+  bool keep_ = false;
+};
+
+/// Runs argv[0] (a path) with posix_spawn in its own process group, stdin from
+/// /dev/null, stdout and stderr into files under `scratch`. Past `timeout` the
+/// whole group is killed with SIGKILL.
+ProcessResult run_process(const std::vector<std::string>& argv, const TempDir& scratch,
+                          std::chrono::seconds timeout = std::chrono::seconds(150));
+
+/// Runs `coz run -o PROFILE OPTIONS... --- PROGRAM ARGS...` (coz appends to PROFILE).
+ProcessResult coz_run(const std::string& profile_path, const std::vector<std::string>& options,
+                      const std::vector<std::string>& program_and_args, const TempDir& scratch);
+
+/// Reads a profile; returns nullopt if the file cannot be opened.
+std::optional<analysis::Profile> read_profile(const std::string& path);
+
+/// The 1-based line of `// @line:MARKER` in `source_file`, 0 when absent.
+int marker_line(const std::string& source_file, const std::string& marker);
+
+/// A file under test/programs in the source tree.
+std::string program_source(const std::string& relative_path);
+
+/// "two_threads.cpp:40" for the line marked `marker` in test/programs/FILE.
+std::string marked_line(const std::string& file, const std::string& marker);
+
+/// True when `location` ("/abs/dir/two_threads.cpp:40") is `suffix`
+/// ("two_threads.cpp:40") or ends with "/" + suffix.
+bool location_matches(const std::string& location, const std::string& suffix);
+
+/// The effect of the line `line_suffix` on the point whose name ends with
+/// `point_suffix` (path-boundary match as above, or the exact name); nullptr if none.
+const analysis::LineEffect* find_effect(const analysis::Analysis& result, const std::string& line_suffix,
+                                        const std::string& point_suffix);
+
+/// The pooled estimate at `line_speedup` (0..1) on the effect's curve, if measured.
+const analysis::SpeedupEstimate* estimate_at(const analysis::LineEffect& effect, double line_speedup);
+
+/// Samples attributed to locations matching `line_suffix` ("file.cpp:40").
+uint64_t samples_on_line(const analysis::Profile& profile, const std::string& line_suffix);
+
+/// Samples attributed to any line of a file whose path ends with `file_suffix`.
+uint64_t samples_in_file(const analysis::Profile& profile, const std::string& file_suffix);
+
+/// Experiments (and their speedups) in the profile: "12 experiments: 6 at 0.00, 6 at 0.50 on file.cpp:40".
+std::string describe_experiments(const analysis::Profile& profile);
+
+/// The ranked effects with their curves, for failure messages.
+std::string describe(const analysis::Analysis& result, size_t max_effects = 12);
+
+/// `n` work units scaled by $COZ_ITEST_SCALE (default 1; e.g. 2 on a slow machine).
+uint64_t scaled(uint64_t n);
+
+/// The outcome of profiling one line at a fixed speedup, with 0% baselines.
+struct FixedLineRun {
+  std::string error;  // empty on success
+  analysis::Profile profile;
+  analysis::Analysis result;
+  analysis::LineEffect effect;         // the line on the point (copied out of `result`)
+  analysis::SpeedupEstimate baseline;  // at 0%
+  analysis::SpeedupEstimate sped_up;   // at the fixed speedup
+};
+
+/// Runs `coz run --fixed-line LINE --fixed-speedup PCT [extra_options]` on the
+/// program. If that run wrote no 0% experiments for the line (a runtime may or
+/// may not interleave baselines), runs again with `--fixed-speedup 0` into the
+/// same file. Fails (sets `error`) if coz or the program fail, if any
+/// experiment selected another line, or if either speedup has fewer than
+/// `min_experiments` experiments for `point_suffix`.
+FixedLineRun run_fixed_line(const std::vector<std::string>& program_and_args, const std::string& line_suffix,
+                            int speedup_percent, const std::string& point_suffix, const TempDir& scratch,
+                            const std::vector<std::string>& extra_options = {}, uint64_t min_experiments = 4);
+
+}  // namespace coz_itest
