@@ -39,8 +39,8 @@ class ExperimentScheduler {
  public:
   ExperimentScheduler(const Config& config, uint64_t seed);
 
-  /// The fixed speedup, or: 0 with probability zero_speedup_share, otherwise
-  /// one of 5%, 10%, ..., 100% uniformly.
+  /// 0 with probability zero_speedup_share (the baselines); otherwise the
+  /// fixed speedup if there is one, else one of 5%, 10%, ..., 100% uniformly.
   double choose_speedup();
 
   /// Long enough for every point to get target_visits visits at its observed

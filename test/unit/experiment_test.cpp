@@ -26,11 +26,26 @@ TEST(ExperimentScheduler, SpeedupsAreFivePercentStepsWithAQuarterBaselines) {
   EXPECT_NEAR(counts[100] / double(n), 0.75 / 20, 0.01);
 }
 
-TEST(ExperimentScheduler, FixedSpeedupIsAlwaysUsed) {
+TEST(ExperimentScheduler, FixedSpeedupKeepsBaselines) {
   Config c;
   c.fixed_speedup_percent = 35;
   ExperimentScheduler s(c, 1);
-  for (int i = 0; i < 100; ++i) EXPECT_DOUBLE_EQ(s.choose_speedup(), 0.35);
+  int zero = 0, fixed = 0;
+  for (int i = 0; i < 4000; ++i) {
+    double x = s.choose_speedup();
+    if (x == 0.0) ++zero;
+    else if (x == 0.35) ++fixed;
+    else ADD_FAILURE() << "unexpected speedup " << x;
+  }
+  EXPECT_NEAR(zero / 4000.0, 0.25, 0.03);
+  EXPECT_EQ(zero + fixed, 4000);
+}
+
+TEST(ExperimentScheduler, FixedZeroSpeedupIsOnlyBaselines) {
+  Config c;
+  c.fixed_speedup_percent = 0;
+  ExperimentScheduler s(c, 1);
+  for (int i = 0; i < 100; ++i) EXPECT_DOUBLE_EQ(s.choose_speedup(), 0.0);
 }
 
 TEST(ExperimentScheduler, LengthCoversTheSlowestPointWithinBounds) {

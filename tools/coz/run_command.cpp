@@ -155,7 +155,7 @@ int run_main(int argc, char** argv) {
       ("source-scope,s", po::value<std::vector<std::string>>(),
        "glob of source files to profile (repeatable; default: all but system headers)")
       ("fixed-line", po::value<std::string>(), "always speed up this FILE:LINE (a path suffix is enough)")
-      ("fixed-speedup", po::value<int>(), "always use this virtual speedup, in percent (0-100)")
+      ("fixed-speedup", po::value<int>(), "use this virtual speedup, in percent (0-100), in every experiment but the 0% baselines")
       ("end-to-end", "run one experiment over the whole run (no progress point needed; run many times)")
       ("period", po::value<std::string>(), "sampling period in thread CPU time, e.g. 1ms, 500us (default 1ms)")
       ("verbose,v", "print what the runtime does");
