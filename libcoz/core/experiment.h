@@ -26,6 +26,7 @@ struct ExperimentResult {
   double speedup = 0;         // 0..1
   uint64_t duration_ns = 0;   // wall time minus inserted pauses
   uint64_t selected_samples = 0;
+  int pid = 0;                // the process that ran it (0: not written)
   std::vector<PointResult> points;
 };
 

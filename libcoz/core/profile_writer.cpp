@@ -34,8 +34,11 @@ bool ProfileWriter::open(const std::string& path, std::string& error) {
   return true;
 }
 
-void ProfileWriter::append(const std::string& block) {
-  if (fd_ < 0 || block.empty()) return;
+void ProfileWriter::append(const std::string& records) {
+  if (fd_ < 0 || records.empty()) return;
+  std::string block = std::move(deferred_);
+  deferred_.clear();
+  block += records;
   const char* p = block.data();
   size_t left = block.size();
   while (left > 0) {
@@ -54,8 +57,10 @@ std::string ProfileWriter::format_startup(uint64_t realtime_ns, int pid, int par
 }
 
 std::string ProfileWriter::format_experiment(const ExperimentResult& e) {
-  std::string out = fmt::format("experiment\tselected={}\tspeedup={:.2f}\tduration={}\tselected-samples={}\n",
+  std::string out = fmt::format("experiment\tselected={}\tspeedup={:.2f}\tduration={}\tselected-samples={}",
                                 clean(e.selected), e.speedup, e.duration_ns, e.selected_samples);
+  if (e.pid > 0) out += fmt::format("\tpid={}", e.pid);
+  out += '\n';
   for (const auto& p : e.points) {
     if (!p.latency) {
       out += fmt::format("throughput-point\tname={}\tdelta={}\n", clean(p.name), p.delta);
@@ -79,6 +84,10 @@ std::string ProfileWriter::format_samples(const std::vector<std::pair<std::strin
 
 void ProfileWriter::write_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command) {
   append(format_startup(realtime_ns, pid, parent_pid, command));
+}
+
+void ProfileWriter::defer_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command) {
+  deferred_ = format_startup(realtime_ns, pid, parent_pid, command);
 }
 
 void ProfileWriter::write_experiment(const ExperimentResult& e) { append(format_experiment(e)); }

@@ -26,6 +26,9 @@ class ProfileWriter {
   bool is_open() const { return fd_ >= 0; }
 
   void write_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command);
+  /// Records to write just before the next block, if any is ever written (a
+  /// forked child that execs at once then leaves nothing behind).
+  void defer_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command);
   void write_experiment(const ExperimentResult& experiment);
   /// `samples`: (FILE:LINE, count since the previous samples record for it).
   void write_samples(const std::vector<std::pair<std::string, uint64_t>>& samples);
@@ -39,6 +42,7 @@ class ProfileWriter {
  private:
   void append(const std::string& block);
   int fd_ = -1;
+  std::string deferred_;
 };
 
 }  // namespace coz

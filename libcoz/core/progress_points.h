@@ -24,8 +24,8 @@ struct ProgressPoint {
   // Profiler-thread bookkeeping for the running experiment.
   uint64_t begin_at_start = 0;
   uint64_t end_at_start = 0;
-  double in_flight_sum = 0;  // sum of (begins - ends) over polls
-  uint64_t in_flight_polls = 0;
+  double in_flight_sum = 0;   // sum of (begins - ends) x effective ns, over polls
+  double in_flight_ns = 0;    // effective ns covered by the polls
 
   // Visit rate over all experiments so far, to size the next experiment.
   uint64_t total_visits = 0;
@@ -56,6 +56,10 @@ class ProgressPoints {
     SpinGuard guard(lock_);
     return points_.size();
   }
+
+  /// In a forked child: the lock may have been copied while held by a thread
+  /// that does not exist there.
+  void reset_lock_after_fork() { new (&lock_) SpinLock(); }
 
  private:
   ProgressPoint& find_or_add(std::string_view name, ProgressPoint::Kind kind);

@@ -80,12 +80,14 @@ SourceLine* Profiler::wait_for_line() {
 }
 
 void Profiler::begin(SourceLine* line, double speedup) {
-  running_ = Running{true, line, speedup, sys::monotonic_ns(), rt_.ledger.global()};
+  uint64_t now = sys::monotonic_ns();
+  uint64_t global = rt_.ledger.global();
+  running_ = Running{true, line, speedup, now, global, now, global};
   rt_.points.for_each([](ProgressPoint& p) {
     p.begin_at_start = p.begins();
     p.end_at_start = p.ends();
     p.in_flight_sum = 0;
-    p.in_flight_polls = 0;
+    p.in_flight_ns = 0;
   });
   rt_.experiment.selected_samples.store(0, std::memory_order_relaxed);
   rt_.ledger.begin_experiment(scheduler_.delay_per_sample(speedup));
@@ -104,6 +106,7 @@ bool Profiler::end(ExperimentResult& result) {
   result.speedup = running_.speedup;
   result.duration_ns = wall > paused ? wall - paused : 0;
   result.selected_samples = rt_.experiment.selected_samples.load(std::memory_order_relaxed);
+  result.pid = sys::getpid();
   rt_.points.for_each([&](ProgressPoint& p) {
     PointResult r;
     r.name = p.name;
@@ -116,7 +119,7 @@ bool Profiler::end(ExperimentResult& result) {
       r.arrivals = begins;
       r.departures = ends;
       r.difference = static_cast<int64_t>(p.begins()) - static_cast<int64_t>(p.ends());
-      if (p.in_flight_polls > 0) r.mean_in_flight = p.in_flight_sum / static_cast<double>(p.in_flight_polls);
+      if (p.in_flight_ns > 0) r.mean_in_flight = p.in_flight_sum / p.in_flight_ns;
     }
     // Visit rates size later experiments (wall time: what the program really does).
     p.total_visits += begins;
@@ -127,12 +130,22 @@ bool Profiler::end(ExperimentResult& result) {
   return true;
 }
 
+/// Little's law needs the mean number in flight over the experiment's
+/// *effective* time: while the program is paused for delays that time does
+/// not exist, so each poll is weighted by the effective time since the last.
 void Profiler::poll_in_flight() {
-  rt_.points.for_each([](ProgressPoint& p) {
+  uint64_t now = sys::monotonic_ns();
+  uint64_t global = rt_.ledger.global();
+  uint64_t wall = now - running_.last_poll_ns;
+  uint64_t paused = global - running_.last_poll_global;
+  double effective = wall > paused ? static_cast<double>(wall - paused) : 0.0;
+  running_.last_poll_ns = now;
+  running_.last_poll_global = global;
+  rt_.points.for_each([&](ProgressPoint& p) {
     if (p.kind != ProgressPoint::Kind::Latency) return;
     int64_t in_flight = static_cast<int64_t>(p.begins()) - static_cast<int64_t>(p.ends());
-    p.in_flight_sum += static_cast<double>(std::max<int64_t>(in_flight, 0));
-    p.in_flight_polls++;
+    p.in_flight_sum += static_cast<double>(std::max<int64_t>(in_flight, 0)) * effective;
+    p.in_flight_ns += effective;
   });
 }
 

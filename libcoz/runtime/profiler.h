@@ -31,6 +31,8 @@ class Profiler {
     double speedup = 0;
     uint64_t start_ns = 0;
     uint64_t start_global = 0;
+    uint64_t last_poll_ns = 0;      // for the time-weighted in-flight average
+    uint64_t last_poll_global = 0;
   };
 
   static void* thread_main(void* self);

@@ -117,14 +117,33 @@ SourceLine* resolve_fixed_line(Runtime& rt, const std::string& spec, std::string
   return found;
 }
 
-/// A forked child has no profiler thread and shares the parent's perf
-/// events and profile: until it gets a profiler of its own (a later issue),
-/// it stays out of the way: its copy of the sampler is closed and it writes
-/// nothing. A child that execs a program gets a fresh runtime from LD_PRELOAD.
+/// A forked child is a program of its own: it gets a fresh experiment state,
+/// its own sampler for the one thread it has, its own profiler thread, and
+/// writes its own records (tagged with its pid) to the same profile. Nothing
+/// of the parent's experiment in progress carries over, and the parent's
+/// samples stay the parent's. If the child execs at once, it leaves nothing.
 void on_fork_child() {
-  if (ThreadState* t = current_thread()) stop_sampling(*t);
-  g_runtime.store(nullptr, std::memory_order_release);
-  g_profiler = nullptr;
+  Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  if (!rt) return;
+  rt->experiment.selected.store(nullptr, std::memory_order_relaxed);
+  rt->experiment.candidate.store(nullptr, std::memory_order_relaxed);
+  rt->ledger.end_experiment();
+  rt->points.reset_lock_after_fork();  // the parent's profiler thread may have held it
+  for (auto& line : rt->lines.lines()) {
+    line.reported_samples.store(line.samples.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+  rt->stats.samples.store(0);
+  rt->stats.unattributed.store(0);
+  rt->stats.lost.store(0);
+  rt->start_ns = sys::monotonic_ns();
+  rt->writer.defer_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
+  if (ThreadState* t = current_thread()) {
+    forget_inherited_sampler(*t);
+    t->tid = sys::gettid();
+    if (rt->sampling_enabled) start_sampling(*t, rt->config);
+  }
+  g_profiler = new Profiler(*rt);  // the parent's profiler thread does not exist here
+  if (!g_profiler->start()) g_profiler = nullptr;
 }
 
 void start() {

@@ -171,6 +171,11 @@ bool start_sampling(ThreadState& t, const Config& config) {
 void stop_sampling(ThreadState& t) {
   if (t.perf_fd < 0) return;
   ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+  forget_inherited_sampler(t);
+}
+
+void forget_inherited_sampler(ThreadState& t) {
+  if (t.perf_fd < 0) return;
   int fd = t.perf_fd;
   t.perf_fd = -1;
   t.ring.unmap();

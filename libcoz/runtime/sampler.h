@@ -23,5 +23,9 @@ bool install_sample_handler();
 /// warning the first time) when perf_event_open is refused.
 bool start_sampling(ThreadState& thread, const Config& config);
 void stop_sampling(ThreadState& thread);
+/// In a forked child: drops the descriptor and mapping inherited from the
+/// parent without touching the event, which is still the parent's (an ioctl
+/// on the shared descriptor would disable the parent's sampler).
+void forget_inherited_sampler(ThreadState& thread);
 
 }  // namespace coz

@@ -18,6 +18,7 @@ ExperimentResult sample_experiment() {
   e.speedup = 0.35;
   e.duration_ns = 51'234'567;
   e.selected_samples = 12;
+  e.pid = 4242;
   PointResult t;
   t.name = "main.cpp:60";
   t.delta = 118;
@@ -35,7 +36,7 @@ ExperimentResult sample_experiment() {
 TEST(ProfileWriter, ExperimentFormatIsCozCompatible) {
   std::string text = ProfileWriter::format_experiment(sample_experiment());
   EXPECT_EQ(text,
-            "experiment\tselected=/src/app/main.cpp:42\tspeedup=0.35\tduration=51234567\tselected-samples=12\n"
+            "experiment\tselected=/src/app/main.cpp:42\tspeedup=0.35\tduration=51234567\tselected-samples=12\tpid=4242\n"
             "throughput-point\tname=main.cpp:60\tdelta=118\n"
             "latency-point\tname=request\tarrivals=40\tdepartures=39\tdifference=1\tmean-in-flight=1.25\n");
 }
