@@ -63,6 +63,11 @@ const sigset_t* without_sample_signal(int how, const sigset_t* set, sigset_t& co
   return &copy;
 }
 
+/// The program's disposition for the sample signal, kept aside: the signal
+/// is the runtime's, and a program that resets every signal must not turn
+/// sampling into a fatal signal.
+struct sigaction g_program_sample_action = {};
+
 bool is_futex_wait(int op) { return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET || op == FUTEX_WAIT_REQUEUE_PI; }
 bool is_futex_wake(int op) {
   return op == FUTEX_WAKE || op == FUTEX_WAKE_BITSET || op == FUTEX_REQUEUE || op == FUTEX_CMP_REQUEUE ||
@@ -386,6 +391,31 @@ int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
 int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
   sigset_t copy;
   return functions().sigprocmask(how, without_sample_signal(how, set, copy), old);
+}
+
+/// The sample signal stays ours; the program sees its own disposition as if it were installed.
+int sigaction(int sig, const struct sigaction* action, struct sigaction* old) {
+  if (sig != coz::sample_signal || !coz::runtime()) return functions().sigaction(sig, action, old);
+  if (old) *old = g_program_sample_action;
+  if (action) g_program_sample_action = *action;
+  return 0;
+}
+
+/// As sigaction.
+sighandler_t signal(int sig, sighandler_t handler) {
+  if (sig != coz::sample_signal || !coz::runtime()) return functions().signal(sig, handler);
+  sighandler_t old = g_program_sample_action.sa_handler;
+  g_program_sample_action.sa_handler = handler;
+  return old;
+}
+
+// ---- libraries loaded at run time ------------------------------------------------
+
+/// A library in scope that the program loads later becomes selectable too.
+void* dlopen(const char* file, int mode) {
+  void* handle = functions().dlopen(file, mode);
+  if (handle) coz::on_library_loaded();
+  return handle;
 }
 
 }  // extern "C"

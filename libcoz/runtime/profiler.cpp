@@ -43,7 +43,7 @@ void* Profiler::thread_main(void* self) {
 void Profiler::run() {
   const Config& c = rt_.config;
   while (!stopping_.load(std::memory_order_acquire)) {
-    SourceLine* line = rt_.fixed_line ? rt_.fixed_line : wait_for_line();
+    SourceLine* line = c.fixed_line.empty() ? wait_for_line() : wait_for_fixed_line();
     if (!line) return;  // stopping
     double speedup = scheduler_.choose_speedup();
     uint64_t length = c.end_to_end ? UINT64_MAX : scheduler_.choose_length(visit_rates());
@@ -68,6 +68,14 @@ void Profiler::run() {
     }
     if (!sleep_unless_stopping(c.cooloff_ns, false)) return;
   }
+}
+
+SourceLine* Profiler::wait_for_fixed_line() {
+  while (!stopping_.load(std::memory_order_acquire)) {
+    if (SourceLine* line = rt_.fixed_line.load(std::memory_order_acquire)) return line;
+    sys::sleep_ns(rt_.config.poll_interval_ns);  // its library is not loaded yet
+  }
+  return nullptr;
 }
 
 SourceLine* Profiler::wait_for_line() {

@@ -38,6 +38,7 @@ class Profiler {
   static void* thread_main(void* self);
   void run();
   SourceLine* wait_for_line();
+  SourceLine* wait_for_fixed_line();
   void begin(SourceLine* line, double speedup);
   /// Ends the running experiment; returns false if there was none. Caller holds lock_.
   bool end(ExperimentResult& result);

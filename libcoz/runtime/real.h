@@ -5,6 +5,7 @@
 // additions) may be missing, and their wrappers are then never reached.
 #pragma once
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -51,7 +52,10 @@ namespace coz::real {
   X(sigwait, true, nullptr)                                    \
   X(sigwaitinfo, true, nullptr)                                \
   X(sigtimedwait, true, nullptr)                               \
-  X(kill, true, nullptr)
+  X(kill, true, nullptr)                                       \
+  X(sigaction, true, nullptr)                                  \
+  X(signal, true, nullptr)                                     \
+  X(dlopen, true, nullptr)
 
 struct Table {
 #define COZ_REAL_DECLARE(name, required, version) decltype(&::name) name = nullptr;

@@ -20,7 +20,22 @@
 namespace coz {
 namespace {
 
+struct LoadedObject {
+  std::string path;
+  uintptr_t bias;
+  bool operator==(const LoadedObject&) const = default;
+};
+
 std::atomic<Runtime*> g_runtime{nullptr};
+
+/// What the line map was built from, kept to add libraries loaded later.
+struct MapSources {
+  std::string main_executable;
+  std::string main_program;
+  std::vector<LoadedObject> mapped;  // objects already added (path, bias)
+  SpinLock lock;                     // dlopen may run in several threads at once
+};
+MapSources* g_sources = nullptr;
 // Progress points exist even when profiling is off in this process, so the
 // program's counters always resolve to something stable.
 ProgressPoints* g_points = nullptr;
@@ -44,10 +59,6 @@ std::string command_line() {
   return out;
 }
 
-struct LoadedObject {
-  std::string path;
-  uintptr_t bias;
-};
 
 /// Every loaded ELF object; the first one dl_iterate_phdr reports (with an
 /// empty name) is the executable.
@@ -72,15 +83,20 @@ std::vector<LoadedObject> loaded_objects(const std::string& main_executable) {
 
 /// Builds the line map of every object in scope; returns how many objects were in scope.
 /// `main_program` is what "MAIN" (and the default scope) means.
-size_t build_line_map(Runtime& rt, const std::string& main_executable, const std::string& main_program) {
-  BinaryScope binaries(rt.config.binary_scope, main_program);
+/// Only objects not mapped yet are read (the same call serves dlopen).
+size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
+  BinaryScope binaries(rt.config.binary_scope, sources_seen.main_program);
   SourceScope sources(rt.config.source_scope);
   SourceFilter in_scope = [&](std::string_view file) { return sources.contains(file); };
   uint64_t t0 = sys::monotonic_ns();
   size_t objects = 0;
-  for (const auto& object : loaded_objects(main_executable)) {
+  for (const auto& object : loaded_objects(sources_seen.main_executable)) {
     const std::string& path = object.path;
     if (!binaries.contains(path)) continue;
+    bool seen = false;
+    for (const auto& m : sources_seen.mapped) seen = seen || m == object;
+    if (seen) continue;
+    sources_seen.mapped.push_back(object);
     ObjectLines found = rt.lines.add_object(path, object.bias, in_scope);
     ++objects;
     if (!found.error.empty()) {
@@ -162,8 +178,13 @@ void start() {
   // unrelated child (a shell from system(), say) is out of scope and quiet.
   bool launched_here = rt->config.program.empty() || rt->config.program == main_executable;
   std::string main_program = rt->config.program.empty() ? main_executable : rt->config.program;
-  size_t objects_in_scope = build_line_map(*rt, main_executable, main_program);
-  if (objects_in_scope == 0) {
+  g_sources = new MapSources{main_executable, main_program, {}, {}};
+  size_t objects_in_scope = build_line_map(*rt, *g_sources);
+  // With explicit binary globs, the library they name may be loaded later
+  // (dlopen): keep going and map it then. Without them, the program itself
+  // is the scope, and it is either here or not.
+  bool may_load_later = !rt->config.binary_scope.empty();
+  if (objects_in_scope == 0 && !may_load_later) {
     if (launched_here) log::warn("no loaded binary matches the binary scope; nothing will be profiled");
     else log::info("{} is out of scope; not profiling it", main_executable);
     return;
@@ -173,7 +194,7 @@ void start() {
   if (!rt->config.fixed_line.empty()) {
     std::string error;
     rt->fixed_line = resolve_fixed_line(*rt, rt->config.fixed_line, error);
-    if (!rt->fixed_line) {
+    if (!rt->fixed_line && !may_load_later) {
       // The user asked for an experiment that cannot run: say so before the program starts.
       log::error("{}", error);
       _exit(2);
@@ -186,10 +207,11 @@ void start() {
     return;
   }
   rt->writer.write_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
-  if (!lines_in_scope) {
+  if (!lines_in_scope && !may_load_later) {
     log::warn("no source line in scope in {}: progress points are counted, but no line can be profiled",
               main_executable);
   }
+  prepare_sampling();
   if (!install_sample_handler()) {
     log::warn("cannot install the sample signal handler; no samples will be taken");
     rt->sampling_enabled = false;
@@ -205,6 +227,9 @@ void stop() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
   if (g_profiler) g_profiler->shutdown();
+  if (!rt->config.fixed_line.empty() && !rt->fixed_line.load()) {
+    log::warn("--fixed-line {}: no code at that line was loaded in the binaries in scope", rt->config.fixed_line);
+  }
   log::info("{} samples, {} outside the scope, {} lost; threads paused {:.1f} ms in all",
             rt->stats.samples.load(), rt->stats.unattributed.load(), rt->stats.lost.load(),
             rt->ledger.total_paused() / 1e6);
@@ -218,6 +243,17 @@ __attribute__((destructor)) void on_unload() { stop(); }
 }  // namespace
 
 Runtime* runtime() { return g_runtime.load(std::memory_order_acquire); }
+
+void on_library_loaded() {
+  Runtime* rt = runtime();
+  if (!rt || !g_sources) return;
+  SpinGuard guard(g_sources->lock);
+  if (build_line_map(*rt, *g_sources) == 0) return;
+  if (!rt->config.fixed_line.empty() && !rt->fixed_line.load(std::memory_order_acquire)) {
+    std::string error;
+    rt->fixed_line.store(resolve_fixed_line(*rt, rt->config.fixed_line, error), std::memory_order_release);
+  }
+}
 
 }  // namespace coz
 

@@ -36,7 +36,7 @@ struct Runtime {
   ProfileWriter writer;
   ExperimentState experiment;
   SamplingStats stats;
-  SourceLine* fixed_line = nullptr;
+  std::atomic<SourceLine*> fixed_line{nullptr};  // set late when its library is dlopen'ed
   uint64_t start_ns = 0;  // CLOCK_MONOTONIC at start-up
   bool sampling_enabled = true;
 };
@@ -44,5 +44,8 @@ struct Runtime {
 /// The runtime, once it is ready to take samples; nullptr before that, or if
 /// profiling is off in this process. Async-signal-safe.
 Runtime* runtime();
+
+/// After dlopen: maps the newly loaded objects that are in scope.
+void on_library_loaded();
 
 }  // namespace coz

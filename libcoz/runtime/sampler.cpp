@@ -1,10 +1,14 @@
 #include "sampler.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <ucontext.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -37,17 +41,9 @@ SourceLine* attribute(const Runtime& rt, uint64_t ip, const uint64_t* chain, uin
   return nullptr;
 }
 
-void handle_sample(Runtime& rt, ThreadState& t, const perf_event_header& h) {
-  // Layout for sample_type = IP | CALLCHAIN: u64 ip; u64 nr; u64 ips[nr].
-  const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);
-  size_t words = (h.size - sizeof h) / sizeof(uint64_t);
-  if (words < 2) return;
-  uint64_t ip = body[0];
-  uint64_t depth = body[1];
-  if (depth > words - 2) depth = words - 2;
+void record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64_t* chain, uint64_t depth) {
   rt.stats.samples.fetch_add(1, std::memory_order_relaxed);
-
-  SourceLine* line = attribute(rt, ip, body + 2, depth);
+  SourceLine* line = attribute(rt, ip, chain, depth);
   if (!line) {
     rt.stats.unattributed.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -66,22 +62,56 @@ void handle_sample(Runtime& rt, ThreadState& t, const perf_event_header& h) {
   }
 }
 
-void on_sample_signal(int, siginfo_t*, void*) {
+void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h) {
+  // Layout for sample_type = IP | CALLCHAIN: u64 ip; u64 nr; u64 ips[nr].
+  const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);
+  size_t words = (h.size - sizeof h) / sizeof(uint64_t);
+  if (words < 2) return;
+  uint64_t depth = body[1];
+  if (depth > words - 2) depth = words - 2;
+  record_sample(rt, t, body[0], body + 2, depth);
+}
+
+/// Timer fallback: the IP from the interrupted context, then return
+/// addresses found by walking frame pointers, only while they stay inside
+/// this thread's stack and move towards its base (never a wild read).
+void handle_timer_sample(Runtime& rt, ThreadState& t, void* context) {
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  uint64_t ip = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  uint64_t chain[64];
+  uint64_t depth = 0;
+  uintptr_t fp = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]);
+  unsigned max_depth = std::min<unsigned>(rt.config.max_callchain, 64);
+  while (depth < max_depth && fp >= t.stack_low && fp + 2 * sizeof(uintptr_t) <= t.stack_high && fp % 8 == 0) {
+    const auto* frame = reinterpret_cast<const uintptr_t*>(fp);
+    uintptr_t next = frame[0];
+    uint64_t ret = frame[1];
+    if (ret == 0) break;
+    chain[depth++] = ret;
+    if (next <= fp) break;
+    fp = next;
+  }
+  record_sample(rt, t, ip, chain, depth);
+}
+void on_sample_signal(int, siginfo_t*, void* context) {
   int saved_errno = errno;
   Runtime* rt = runtime();
   ThreadState* t = current_thread();
-  if (rt && t) {
+  if (rt && t && t->timer_mode) {
+    handle_timer_sample(*rt, *t, context);
+    rt->ledger.pay_from_signal(t->ledger);
+  } else if (rt && t) {
     t->ring.drain(
         [&](const perf_event_header& h) {
           if (h.type == PERF_RECORD_SAMPLE) {
-            handle_sample(*rt, *t, h);
+            handle_perf_sample(*rt, *t, h);
           } else if (h.type == PERF_RECORD_LOST) {
             const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);  // u64 id; u64 lost
             rt->stats.lost.fetch_add(body[1], std::memory_order_relaxed);
           }
         },
         t->scratch, sizeof t->scratch);
-    if (!t->regular_period) {
+    if (!t->regular_period && t->perf_fd >= 0) {
       // The first period was a random phase (see start_sampling); from now on the regular one.
       uint64_t period = rt->config.sample_period_ns;
       sys::raw_syscall6(SYS_ioctl, t->perf_fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<long>(&period));
@@ -99,6 +129,55 @@ void on_sample_signal(int, siginfo_t*, void*) {
 
 namespace {
 std::atomic<bool> g_perf_refused_warned{false};
+std::atomic<bool> g_use_timers{false};  // perf_event refused once: every thread uses timers
+std::atomic<bool> g_timer_failed_warned{false};
+int g_fd_floor = 0;                     // our descriptors live at or above this
+
+/// Moves a descriptor of ours above the program's range, so that a program
+/// with many threads does not run out of low descriptors (select() users
+/// need them below 1024) because of us.
+int place_high(int fd) {
+  if (g_fd_floor <= 0) return fd;
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, g_fd_floor);
+  if (high < 0) return fd;
+  close(fd);
+  return high;
+}
+
+void record_stack_bounds(ThreadState& t) {
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  void* base = nullptr;
+  size_t size = 0;
+  if (pthread_attr_getstack(&attr, &base, &size) == 0) {
+    t.stack_low = reinterpret_cast<uintptr_t>(base);
+    t.stack_high = t.stack_low + size;
+  }
+  pthread_attr_destroy(&attr);
+}
+
+bool start_timer_sampling(ThreadState& t, const Config& config) {
+  record_stack_bounds(t);
+  sigevent sev;
+  std::memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = sample_signal;
+  sev._sigev_un._tid = t.tid;
+  if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t.timer) != 0) {
+    log::warn_once(g_timer_failed_warned, "cannot create a CPU-time timer ({}): no samples will be taken",
+                   std::strerror(errno));
+    return false;
+  }
+  // A random first expiry, for the same reason as the perf path's random phase.
+  uint64_t period = config.sample_period_ns;
+  uint64_t first = 1 + ((static_cast<uint64_t>(t.tid) * 0x9E3779B97F4A7C15ull) ^ sys::monotonic_ns()) % period;
+  itimerspec spec{};
+  spec.it_interval = {static_cast<time_t>(period / 1'000'000'000u), static_cast<long>(period % 1'000'000'000u)};
+  spec.it_value = {static_cast<time_t>(first / 1'000'000'000u), static_cast<long>(first % 1'000'000'000u)};
+  t.timer_mode = true;
+  timer_settime(t.timer, 0, &spec, nullptr);
+  return true;
+}
 
 long perf_event_open(perf_event_attr* attr) {
   long fd = sys::raw_syscall6(SYS_perf_event_open, reinterpret_cast<long>(attr), 0 /* this thread */,
@@ -118,7 +197,18 @@ bool install_sample_handler() {
   return sigaction(sample_signal, &sa, nullptr) == 0;
 }
 
+void prepare_sampling() {
+  // Room for one descriptor per thread above the program's own range.
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    rlim_t floor = limit.rlim_cur;
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, floor + 65536);
+    if (setrlimit(RLIMIT_NOFILE, &limit) == 0) g_fd_floor = static_cast<int>(floor);
+  }
+}
+
 bool start_sampling(ThreadState& t, const Config& config) {
+  if (g_use_timers.load(std::memory_order_relaxed)) return start_timer_sampling(t, config);
   perf_event_attr attr;
   std::memset(&attr, 0, sizeof attr);
   attr.size = sizeof attr;
@@ -144,13 +234,15 @@ bool start_sampling(ThreadState& t, const Config& config) {
     fd = perf_event_open(&attr);
   }
   if (fd < 0) {
+    // Refused for this process (paranoid level, seccomp, no PMU): fall back for every thread.
     log::warn_once(g_perf_refused_warned,
-                   "perf_event_open refused ({}): no samples will be taken (check "
-                   "/proc/sys/kernel/perf_event_paranoid or the container's seccomp profile)",
+                   "perf_event_open refused ({}): sampling with CPU-time timers instead (no call chains, so "
+                   "samples in code outside the scope are lost)",
                    std::strerror(static_cast<int>(-fd)));
-    return false;
+    g_use_timers.store(true, std::memory_order_relaxed);
+    return start_timer_sampling(t, config);
   }
-  t.perf_fd = static_cast<int>(fd);
+  t.perf_fd = place_high(static_cast<int>(fd));
   t.regular_period = false;
   if (!t.ring.map(t.perf_fd, config.ring_data_pages)) {
     log::warn_once(g_perf_refused_warned, "cannot map the perf_event ring buffer: {}", std::strerror(errno));
@@ -169,12 +261,18 @@ bool start_sampling(ThreadState& t, const Config& config) {
 }
 
 void stop_sampling(ThreadState& t) {
+  if (t.timer_mode) {
+    timer_delete(t.timer);
+    t.timer_mode = false;
+    return;
+  }
   if (t.perf_fd < 0) return;
   ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
   forget_inherited_sampler(t);
 }
 
 void forget_inherited_sampler(ThreadState& t) {
+  t.timer_mode = false;  // POSIX timers are not inherited by a forked child
   if (t.perf_fd < 0) return;
   int fd = t.perf_fd;
   t.perf_fd = -1;

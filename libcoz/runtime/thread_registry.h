@@ -4,6 +4,8 @@
 // they exit (a pthread key destructor, which also runs on pthread_exit).
 #pragma once
 
+#include <time.h>
+
 #include <cstdint>
 
 #include "delay.h"
@@ -16,6 +18,12 @@ struct ThreadState {
   int tid = 0;
   int perf_fd = -1;
   bool regular_period = false;  // false until the first sample (which comes after a random phase)
+  // Fallback when perf_event is refused: a CPU-time timer signals the thread,
+  // and the handler takes the IP from the signal context and walks frame
+  // pointers within the thread's stack.
+  bool timer_mode = false;
+  timer_t timer{};
+  uintptr_t stack_low = 0, stack_high = 0;
   PerfRing ring;
   alignas(8) unsigned char scratch[1024];  // a sample record that wraps the ring end is copied here
 };
