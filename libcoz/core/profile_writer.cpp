@@ -82,6 +82,26 @@ std::string ProfileWriter::format_samples(const std::vector<std::pair<std::strin
   return out;
 }
 
+std::string ProfileWriter::format_stacks(const std::vector<std::pair<std::string, uint64_t>>& stacks) {
+  std::string out;
+  for (const auto& [frames, count] : stacks) out += fmt::format("stack\tframes={}\tcount={}\n", clean(frames), count);
+  return out;
+}
+
+std::string ProfileWriter::format_blocked(const std::vector<Blocked>& blocked) {
+  std::string out;
+  for (const auto& b : blocked) {
+    out += fmt::format("blocked\tsite={}\tkind={}\ttime={}\tcount={}\n", clean(b.site), b.kind, b.ns, b.count);
+  }
+  return out;
+}
+
+void ProfileWriter::write_stacks(const std::vector<std::pair<std::string, uint64_t>>& stacks) {
+  append(format_stacks(stacks));
+}
+
+void ProfileWriter::write_blocked(const std::vector<Blocked>& blocked) { append(format_blocked(blocked)); }
+
 void ProfileWriter::write_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command) {
   append(format_startup(realtime_ns, pid, parent_pid, command));
 }

@@ -33,11 +33,22 @@ class ProfileWriter {
   /// `samples`: (FILE:LINE, count since the previous samples record for it).
   void write_samples(const std::vector<std::pair<std::string, uint64_t>>& samples);
   void write_runtime(uint64_t ns);
+  /// `stacks`: (frames "A;B" outermost first, count since the previous record for them).
+  void write_stacks(const std::vector<std::pair<std::string, uint64_t>>& stacks);
+  struct Blocked {
+    std::string site;
+    std::string kind;
+    uint64_t ns;
+    uint64_t count;
+  };
+  void write_blocked(const std::vector<Blocked>& blocked);
 
   // Formatting, exposed for tests.
   static std::string format_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command);
   static std::string format_experiment(const ExperimentResult& experiment);
   static std::string format_samples(const std::vector<std::pair<std::string, uint64_t>>& samples);
+  static std::string format_stacks(const std::vector<std::pair<std::string, uint64_t>>& stacks);
+  static std::string format_blocked(const std::vector<Blocked>& blocked);
 
  private:
   void append(const std::string& block);

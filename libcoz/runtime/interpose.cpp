@@ -24,15 +24,23 @@ using coz::real::functions;
 
 namespace {
 
-/// Brackets a wait: pre-block on entry; post_block(skip) on exit keeps errno.
+/// Brackets a wait: pre-block on entry; on exit, records how long it blocked
+/// and post-blocks (skipping or paying the delays that accrued); keeps errno.
 class Wait {
  public:
-  Wait() { coz::thread_pre_block(); }
+  explicit Wait(coz::WaitKind kind) : kind_(kind), start_(coz::current_thread() ? coz::sys::monotonic_ns() : 0) {
+    coz::thread_pre_block();
+  }
   void done(bool woken_by_thread) {
     int saved = errno;
+    if (start_) coz::record_blocked(kind_, coz::sys::monotonic_ns() - start_);
     coz::thread_post_block(woken_by_thread);
     errno = saved;
   }
+
+ private:
+  coz::WaitKind kind_;
+  uint64_t start_;
 };
 
 /// Before waking another thread: pay our own delays first (keeps errno).
@@ -94,7 +102,7 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(vo
 
 /// Woken by the exiting thread, which paid its delays before exiting.
 int pthread_join(pthread_t thread, void** result) {
-  Wait w;
+  Wait w(coz::WaitKind::Join);
   int err = functions().pthread_join(thread, result);
   w.done(true);
   return err;
@@ -102,7 +110,7 @@ int pthread_join(pthread_t thread, void** result) {
 
 /// Joined (woken by the exiting thread) or timed out (pays).
 int pthread_timedjoin_np(pthread_t thread, void** result, const struct timespec* abstime) {
-  Wait w;
+  Wait w(coz::WaitKind::Join);
   int err = functions().pthread_timedjoin_np(thread, result, abstime);
   w.done(err == 0);
   return err;
@@ -110,7 +118,7 @@ int pthread_timedjoin_np(pthread_t thread, void** result, const struct timespec*
 
 /// As pthread_timedjoin_np.
 int pthread_clockjoin_np(pthread_t thread, void** result, clockid_t clock, const struct timespec* abstime) {
-  Wait w;
+  Wait w(coz::WaitKind::Join);
   int err = functions().pthread_clockjoin_np(thread, result, clock, abstime);
   w.done(err == 0);
   return err;
@@ -120,7 +128,7 @@ int pthread_clockjoin_np(pthread_t thread, void** result, clockid_t clock, const
 
 /// Acquired: either free, or handed over by an unlocker that caught up.
 int pthread_mutex_lock(pthread_mutex_t* mutex) {
-  Wait w;
+  Wait w(coz::WaitKind::Mutex);
   int err = functions().pthread_mutex_lock(mutex);
   w.done(true);
   return err;
@@ -128,7 +136,7 @@ int pthread_mutex_lock(pthread_mutex_t* mutex) {
 
 /// Acquired (from an unlocker that caught up) or timed out (pays).
 int pthread_mutex_timedlock(pthread_mutex_t* mutex, const struct timespec* abstime) {
-  Wait w;
+  Wait w(coz::WaitKind::Mutex);
   int err = functions().pthread_mutex_timedlock(mutex, abstime);
   w.done(err == 0);
   return err;
@@ -136,7 +144,7 @@ int pthread_mutex_timedlock(pthread_mutex_t* mutex, const struct timespec* absti
 
 /// As pthread_mutex_timedlock.
 int pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock, const struct timespec* abstime) {
-  Wait w;
+  Wait w(coz::WaitKind::Mutex);
   int err = functions().pthread_mutex_clocklock(mutex, clock, abstime);
   w.done(err == 0);
   return err;
@@ -152,7 +160,7 @@ int pthread_mutex_unlock(pthread_mutex_t* mutex) {
 
 /// Woken by a signaller that caught up (spurious wake-ups are rare and cheap to misattribute).
 int pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex) {
-  Wait w;
+  Wait w(coz::WaitKind::Cond);
   int err = functions().pthread_cond_wait(cond, mutex);
   w.done(true);
   return err;
@@ -160,7 +168,7 @@ int pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex) {
 
 /// Signalled (skip) or timed out (pays).
 int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex, const struct timespec* abstime) {
-  Wait w;
+  Wait w(coz::WaitKind::Cond);
   int err = functions().pthread_cond_timedwait(cond, mutex, abstime);
   w.done(err == 0);
   return err;
@@ -169,7 +177,7 @@ int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex, const s
 /// std::condition_variable::wait_for/wait_until (libstdc++ 11+) land here.
 int pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
                            const struct timespec* abstime) {
-  Wait w;
+  Wait w(coz::WaitKind::Cond);
   int err = functions().pthread_cond_clockwait(cond, mutex, clock, abstime);
   w.done(err == 0);
   return err;
@@ -191,7 +199,7 @@ int pthread_cond_broadcast(pthread_cond_t* cond) {
 
 /// Acquired from an unlocker that caught up.
 int pthread_rwlock_rdlock(pthread_rwlock_t* lock) {
-  Wait w;
+  Wait w(coz::WaitKind::RwLock);
   int err = functions().pthread_rwlock_rdlock(lock);
   w.done(true);
   return err;
@@ -199,7 +207,7 @@ int pthread_rwlock_rdlock(pthread_rwlock_t* lock) {
 
 /// Acquired from an unlocker that caught up.
 int pthread_rwlock_wrlock(pthread_rwlock_t* lock) {
-  Wait w;
+  Wait w(coz::WaitKind::RwLock);
   int err = functions().pthread_rwlock_wrlock(lock);
   w.done(true);
   return err;
@@ -207,7 +215,7 @@ int pthread_rwlock_wrlock(pthread_rwlock_t* lock) {
 
 /// Acquired (skip) or timed out (pays).
 int pthread_rwlock_timedrdlock(pthread_rwlock_t* lock, const struct timespec* abstime) {
-  Wait w;
+  Wait w(coz::WaitKind::RwLock);
   int err = functions().pthread_rwlock_timedrdlock(lock, abstime);
   w.done(err == 0);
   return err;
@@ -215,7 +223,7 @@ int pthread_rwlock_timedrdlock(pthread_rwlock_t* lock, const struct timespec* ab
 
 /// Acquired (skip) or timed out (pays).
 int pthread_rwlock_timedwrlock(pthread_rwlock_t* lock, const struct timespec* abstime) {
-  Wait w;
+  Wait w(coz::WaitKind::RwLock);
   int err = functions().pthread_rwlock_timedwrlock(lock, abstime);
   w.done(err == 0);
   return err;
@@ -223,7 +231,7 @@ int pthread_rwlock_timedwrlock(pthread_rwlock_t* lock, const struct timespec* ab
 
 /// Acquired (skip) or timed out (pays).
 int pthread_rwlock_clockrdlock(pthread_rwlock_t* lock, clockid_t clock, const struct timespec* abstime) {
-  Wait w;
+  Wait w(coz::WaitKind::RwLock);
   int err = functions().pthread_rwlock_clockrdlock(lock, clock, abstime);
   w.done(err == 0);
   return err;
@@ -231,7 +239,7 @@ int pthread_rwlock_clockrdlock(pthread_rwlock_t* lock, clockid_t clock, const st
 
 /// Acquired (skip) or timed out (pays).
 int pthread_rwlock_clockwrlock(pthread_rwlock_t* lock, clockid_t clock, const struct timespec* abstime) {
-  Wait w;
+  Wait w(coz::WaitKind::RwLock);
   int err = functions().pthread_rwlock_clockwrlock(lock, clock, abstime);
   w.done(err == 0);
   return err;
@@ -248,7 +256,7 @@ int pthread_rwlock_unlock(pthread_rwlock_t* lock) {
 /// The last thread to arrive wakes the others: everyone pays before arriving.
 int pthread_barrier_wait(pthread_barrier_t* barrier) {
   catch_up();
-  Wait w;
+  Wait w(coz::WaitKind::Barrier);
   int err = functions().pthread_barrier_wait(barrier);
   w.done(true);
   return err;
@@ -256,7 +264,7 @@ int pthread_barrier_wait(pthread_barrier_t* barrier) {
 
 /// Woken by a poster that caught up; an EINTR came from outside (pays).
 int sem_wait(sem_t* sem) {
-  Wait w;
+  Wait w(coz::WaitKind::Sem);
   int ret = functions().sem_wait(sem);
   w.done(ret == 0);
   return ret;
@@ -264,7 +272,7 @@ int sem_wait(sem_t* sem) {
 
 /// Posted (skip) or timed out (pays).
 int sem_timedwait(sem_t* sem, const struct timespec* abstime) {
-  Wait w;
+  Wait w(coz::WaitKind::Sem);
   int ret = functions().sem_timedwait(sem, abstime);
   w.done(ret == 0);
   return ret;
@@ -272,7 +280,7 @@ int sem_timedwait(sem_t* sem, const struct timespec* abstime) {
 
 /// Posted (skip) or timed out (pays).
 int sem_clockwait(sem_t* sem, clockid_t clock, const struct timespec* abstime) {
-  Wait w;
+  Wait w(coz::WaitKind::Sem);
   int ret = functions().sem_clockwait(sem, clock, abstime);
   w.done(ret == 0);
   return ret;
@@ -299,7 +307,7 @@ long syscall(long number, ...) {
   int op = static_cast<int>(a2) & FUTEX_CMD_MASK;
   if (is_futex_wake(op)) catch_up();
   if (!is_futex_wait(op)) return functions().syscall(number, a1, a2, a3, a4, a5, a6);
-  Wait w;
+  Wait w(coz::WaitKind::Futex);
   long ret = functions().syscall(number, a1, a2, a3, a4, a5, a6);
   w.done(ret == 0 || errno == EAGAIN);
   return ret;
@@ -309,7 +317,7 @@ long syscall(long number, ...) {
 
 /// Woken by time: pays.
 int nanosleep(const struct timespec* request, struct timespec* remaining) {
-  Wait w;
+  Wait w(coz::WaitKind::Sleep);
   int ret = functions().nanosleep(request, remaining);
   w.done(false);
   return ret;
@@ -317,7 +325,7 @@ int nanosleep(const struct timespec* request, struct timespec* remaining) {
 
 /// Woken by time: pays.
 int clock_nanosleep(clockid_t clock, int flags, const struct timespec* request, struct timespec* remaining) {
-  Wait w;
+  Wait w(coz::WaitKind::Sleep);
   int err = functions().clock_nanosleep(clock, flags, request, remaining);
   w.done(false);
   return err;
@@ -325,7 +333,7 @@ int clock_nanosleep(clockid_t clock, int flags, const struct timespec* request, 
 
 /// Woken by time: pays.
 int usleep(useconds_t usec) {
-  Wait w;
+  Wait w(coz::WaitKind::Sleep);
   int ret = functions().usleep(usec);
   w.done(false);
   return ret;
@@ -333,7 +341,7 @@ int usleep(useconds_t usec) {
 
 /// Woken by time: pays.
 unsigned int sleep(unsigned int seconds) {
-  Wait w;
+  Wait w(coz::WaitKind::Sleep);
   unsigned int left = functions().sleep(seconds);
   w.done(false);
   return left;
@@ -343,7 +351,7 @@ unsigned int sleep(unsigned int seconds) {
 
 /// A signal could come from anywhere: pays (conservative).
 int sigwait(const sigset_t* set, int* sig) {
-  Wait w;
+  Wait w(coz::WaitKind::Signal);
   int err = functions().sigwait(set, sig);
   w.done(false);
   return err;
@@ -353,7 +361,7 @@ int sigwait(const sigset_t* set, int* sig) {
 int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   siginfo_t local;
   siginfo_t* out = info ? info : &local;
-  Wait w;
+  Wait w(coz::WaitKind::Signal);
   int ret = functions().sigwaitinfo(set, out);
   w.done(ret > 0 && out->si_pid == coz::sys::getpid());
   return ret;
@@ -363,7 +371,7 @@ int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
 int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
   siginfo_t local;
   siginfo_t* out = info ? info : &local;
-  Wait w;
+  Wait w(coz::WaitKind::Signal);
   int ret = functions().sigtimedwait(set, out, timeout);
   w.done(ret > 0 && out->si_pid == coz::sys::getpid());
   return ret;

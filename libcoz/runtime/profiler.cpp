@@ -174,6 +174,10 @@ void Profiler::write_new_samples() {
     }
   }
   rt_.writer.write_samples(fresh);
+  rt_.writer.write_stacks(rt_.stacks.take_new());
+  std::vector<ProfileWriter::Blocked> blocked;
+  for (auto& b : rt_.blocked.take_new()) blocked.push_back({b.site, wait_kind_name(b.kind), b.ns, b.count});
+  rt_.writer.write_blocked(blocked);
 }
 
 bool Profiler::sleep_unless_stopping(uint64_t ns, bool poll_points) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config.h"
+#include "conventional.h"
 #include "delay.h"
 #include "line_map.h"
 #include "profile_writer.h"
@@ -36,6 +37,8 @@ struct Runtime {
   ProfileWriter writer;
   ExperimentState experiment;
   SamplingStats stats;
+  StackTable stacks;
+  BlockedTable blocked;
   std::atomic<SourceLine*> fixed_line{nullptr};  // set late when its library is dlopen'ed
   uint64_t start_ns = 0;  // CLOCK_MONOTONIC at start-up
   bool sampling_enabled = true;

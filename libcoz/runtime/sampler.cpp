@@ -41,6 +41,20 @@ SourceLine* attribute(const Runtime& rt, uint64_t ip, const uint64_t* chain, uin
   return nullptr;
 }
 
+/// The in-scope frames of a sample, innermost first, for the folded stacks.
+void record_stack(Runtime& rt, SourceLine* innermost, uint64_t ip, const uint64_t* chain, uint64_t depth) {
+  SourceLine* frames[StackTable::max_frames];
+  size_t n = 0;
+  frames[n++] = innermost;
+  for (uint64_t i = 0; i < depth && n < StackTable::max_frames; ++i) {
+    uint64_t a = chain[i];
+    if (a >= PERF_CONTEXT_MAX || a == ip) continue;
+    SourceLine* line = rt.lines.find(a - 1);
+    if (line && line != frames[n - 1]) frames[n++] = line;
+  }
+  rt.stacks.add(frames, n);
+}
+
 void record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64_t* chain, uint64_t depth) {
   rt.stats.samples.fetch_add(1, std::memory_order_relaxed);
   SourceLine* line = attribute(rt, ip, chain, depth);
@@ -48,6 +62,7 @@ void record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64_t* cha
     rt.stats.unattributed.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  record_stack(rt, line, ip, chain, depth);
   line->samples.fetch_add(1, std::memory_order_relaxed);
 
   SourceLine* selected = rt.experiment.selected.load(std::memory_order_acquire);

@@ -1,5 +1,6 @@
 #include "thread_registry.h"
 
+#include <execinfo.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -72,6 +73,17 @@ void thread_catch_up() {
   ThreadState* t = tls_thread;
   Runtime* rt = runtime();
   if (t && rt) rt->ledger.catch_up(t->ledger);
+}
+
+void record_blocked(WaitKind kind, uint64_t ns) {
+  constexpr uint64_t min_blocked_ns = 10'000;  // shorter: the wait did not really block
+  Runtime* rt = runtime();
+  if (!rt || !tls_thread || ns < min_blocked_ns) return;
+  void* frames[16];
+  int depth = backtrace(frames, 16);  // unwinds through .eh_frame: no frame pointers needed
+  SourceLine* site = nullptr;
+  for (int i = 1; i < depth && !site; ++i) site = rt->lines.find(reinterpret_cast<uintptr_t>(frames[i]) - 1);
+  rt->blocked.add(site, kind, ns);
 }
 
 uint64_t thread_local_delay() {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "conventional.h"
 #include "delay.h"
 #include "perf_ring.h"
 
@@ -42,6 +43,10 @@ void unregister_current_thread();
 void thread_pre_block();
 void thread_post_block(bool skip);
 void thread_catch_up();
+/// A wait of the calling thread that blocked `ns`: charged to the in-scope
+/// line that called it (found by unwinding), for the conventional profile.
+void record_blocked(WaitKind kind, uint64_t ns);
+
 /// The calling thread's local delay (what a thread it creates inherits).
 uint64_t thread_local_delay();
 

@@ -1,0 +1,20 @@
+#include "symbol_names.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+
+namespace coz {
+
+std::string demangle(std::string_view name) {
+  if (!name.starts_with("_Z")) return std::string(name);
+  std::string mangled(name);  // NUL-terminated for the demangler
+  int status = 0;
+  char* out = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !out) return mangled;
+  std::string result(out);
+  std::free(out);
+  return result;
+}
+
+}  // namespace coz

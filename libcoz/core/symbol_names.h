@@ -1,0 +1,13 @@
+// Function names for profiles: demangling.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace coz {
+
+/// The demangled form of a C++ (Itanium ABI) or legacy Rust (_ZN...E) symbol;
+/// anything else, or a name the demangler rejects, is returned unchanged.
+std::string demangle(std::string_view name);
+
+}  // namespace coz
