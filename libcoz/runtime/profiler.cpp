@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "real.h"
+#include "thread_registry.h"
 
 namespace coz {
 
@@ -36,9 +37,16 @@ bool Profiler::start() {
 }
 
 void* Profiler::thread_main(void* self) {
-  static_cast<Profiler*>(self)->run();
+  auto* profiler = static_cast<Profiler*>(self);
+  profiler->run();
+  // Every program thread is gone (main called pthread_exit, then the others
+  // exited): finish the profile and exit, so that glibc, seeing its last
+  // thread leave, ends the process with status 0 as it would without us.
+  if (live_thread_count() == 0) profiler->shutdown();
   return nullptr;
 }
+
+bool Profiler::program_gone() const { return live_thread_count() == 0; }
 
 void Profiler::run() {
   const Config& c = rt_.config;
@@ -52,7 +60,10 @@ void Profiler::run() {
       if (stopping_.load(std::memory_order_acquire)) return;
       begin(line, speedup);
     }
-    if (c.end_to_end) return;  // runs until shutdown()
+    if (c.end_to_end) {  // runs until shutdown(), or until every program thread is gone
+      while (!stopping_.load(std::memory_order_acquire) && !program_gone()) sys::sleep_ns(c.poll_interval_ns);
+      return;
+    }
     if (!sleep_unless_stopping(length, true)) return;  // shutdown() ends it
 
     ExperimentResult result;
@@ -71,7 +82,7 @@ void Profiler::run() {
 }
 
 SourceLine* Profiler::wait_for_fixed_line() {
-  while (!stopping_.load(std::memory_order_acquire)) {
+  while (!stopping_.load(std::memory_order_acquire) && !program_gone()) {
     if (SourceLine* line = rt_.fixed_line.load(std::memory_order_acquire)) return line;
     sys::sleep_ns(rt_.config.poll_interval_ns);  // its library is not loaded yet
   }
@@ -80,7 +91,7 @@ SourceLine* Profiler::wait_for_fixed_line() {
 
 SourceLine* Profiler::wait_for_line() {
   rt_.experiment.candidate.store(nullptr, std::memory_order_relaxed);
-  while (!stopping_.load(std::memory_order_acquire)) {
+  while (!stopping_.load(std::memory_order_acquire) && !program_gone()) {
     if (SourceLine* line = rt_.experiment.candidate.exchange(nullptr, std::memory_order_relaxed)) return line;
     sys::sleep_ns(rt_.config.poll_interval_ns);
   }
@@ -183,7 +194,7 @@ void Profiler::write_new_samples() {
 bool Profiler::sleep_unless_stopping(uint64_t ns, bool poll_points) {
   uint64_t deadline = sys::monotonic_ns() + ns;
   for (;;) {
-    if (stopping_.load(std::memory_order_acquire)) return false;
+    if (stopping_.load(std::memory_order_acquire) || program_gone()) return false;
     uint64_t now = sys::monotonic_ns();
     if (now >= deadline) return true;
     if (poll_points) poll_in_flight();

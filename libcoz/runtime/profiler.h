@@ -39,6 +39,7 @@ class Profiler {
   void run();
   SourceLine* wait_for_line();
   SourceLine* wait_for_fixed_line();
+  bool program_gone() const;
   void begin(SourceLine* line, double speedup);
   /// Ends the running experiment; returns false if there was none. Caller holds lock_.
   bool end(ExperimentResult& result);

@@ -153,6 +153,7 @@ void on_fork_child() {
   rt->stats.lost.store(0);
   rt->start_ns = sys::monotonic_ns();
   rt->writer.defer_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
+  reset_live_threads_after_fork();
   if (ThreadState* t = current_thread()) {
     forget_inherited_sampler(*t);
     t->tid = sys::gettid();

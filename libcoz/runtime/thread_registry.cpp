@@ -12,6 +12,7 @@ namespace coz {
 namespace {
 
 thread_local ThreadState* tls_thread = nullptr;
+std::atomic<int> g_live_threads{0};
 
 pthread_key_t g_exit_key;
 pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
@@ -42,8 +43,13 @@ void register_current_thread(uint64_t creator_local) {
   pthread_setspecific(g_exit_key, t);  // non-null value: the destructor runs at thread exit
   unblock_sample_signal();
   tls_thread = t;
+  g_live_threads.fetch_add(1, std::memory_order_relaxed);
   if (rt->sampling_enabled) start_sampling(*t, rt->config);
 }
+
+int live_thread_count() { return g_live_threads.load(std::memory_order_acquire); }
+
+void reset_live_threads_after_fork() { g_live_threads.store(tls_thread ? 1 : 0, std::memory_order_release); }
 
 void unregister_current_thread() {
   ThreadState* t = tls_thread;
@@ -55,6 +61,7 @@ void unregister_current_thread() {
   tls_thread = nullptr;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   delete t;
+  g_live_threads.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 void thread_pre_block() {

@@ -38,6 +38,14 @@ void register_current_thread(uint64_t creator_local);
 /// Pays what the thread owes, stops its sampler and forgets it.
 void unregister_current_thread();
 
+/// Program threads registered and not yet exited. When main has called
+/// pthread_exit and the last other thread exits, this reaches 0 and the
+/// profiler thread must leave too: glibc ends the process only when its last
+/// thread exits.
+int live_thread_count();
+/// In a forked child: only the forking thread exists.
+void reset_live_threads_after_fork();
+
 // The delay protocol for the interposed calls; no-ops when the calling
 // thread is not profiled.
 void thread_pre_block();
