@@ -24,6 +24,11 @@ if(NOT Boost_FOUND)
   message(FATAL_ERROR "Boost.Program_options not found: apt-get install libboost-program-options-dev")
 endif()
 
+find_package(ZLIB QUIET)
+if(NOT ZLIB_FOUND)
+  message(FATAL_ERROR "zlib not found: apt-get install zlib1g-dev")
+endif()
+
 find_package(Threads REQUIRED)
 
 if(COZ_BUILD_TESTS)

@@ -150,8 +150,12 @@ bool read_header(Cursor& unit, const DwarfSections& sections, const CompDirs* co
   bool tables_ok;
   if (table.version >= 5) {
     h.file_base = 0;
-    FormContext ctx{.version = table.version, .offset_size = h.offset_size, .address_size = h.address_size,
-                    .debug_str = sections.str, .debug_line_str = sections.line_str};
+    FormContext ctx;
+    ctx.version = table.version;
+    ctx.offset_size = h.offset_size;
+    ctx.address_size = h.address_size;
+    ctx.debug_str = sections.str;
+    ctx.debug_line_str = sections.line_str;
     tables_ok = read_entry_table(unit, ctx, true, h, table) && read_entry_table(unit, ctx, false, h, table);
   } else {
     if (comp_dirs) h.comp_dir = comp_dirs->find(table.offset);

@@ -78,9 +78,34 @@ bool read_form(Cursor& cur, uint64_t form, const FormContext& ctx, FormValue& ou
       return false;
   }
   if (form == strx || form == strx1 || form == strx2 || form == strx3 || form == strx4 || form == gnu_str_index) {
-    unresolved_string(out);  // needs the unit's DW_AT_str_offsets_base
+    if (!ctx.has_str_offsets_base || form == gnu_str_index) return unresolved_string(out);
+    uint64_t at = ctx.str_offsets_base + out.number * ctx.offset_size;
+    Cursor offsets(ctx.debug_str_offsets);
+    offsets.seek(at);
+    uint64_t offset = offsets.offset_of_size(ctx.offset_size);
+    if (!offsets.ok()) return unresolved_string(out);
+    out.is_string = true;
+    if (!string_at(ctx.debug_str, offset, out.string)) out.resolved = false;
+    return cur.ok();
   }
   return cur.ok();
+}
+
+int fixed_form_size(uint64_t form, const FormContext& ctx) {
+  switch (form) {
+    case addr: return static_cast<int>(ctx.address_size);
+    case data1: case ref1: case flag: case strx1: case addrx1: return 1;
+    case data2: case ref2: case strx2: case addrx2: return 2;
+    case strx3: case addrx3: return 3;
+    case data4: case ref4: case ref_sup4: case strx4: case addrx4: return 4;
+    case data8: case ref8: case ref_sig8: case ref_sup8: return 8;
+    case data16: return 16;
+    case flag_present: case implicit_const: return 0;
+    case sec_offset: case strp: case line_strp: case strp_sup: case gnu_strp_alt: case gnu_ref_alt:
+      return static_cast<int>(ctx.offset_size);
+    case ref_addr: return static_cast<int>(ctx.version <= 2 ? ctx.address_size : ctx.offset_size);
+    default: return -1;
+  }
 }
 
 }  // namespace coz::dwarf_reader

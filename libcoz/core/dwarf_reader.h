@@ -18,8 +18,12 @@ struct DwarfSections {
   std::span<const uint8_t> line{};      // .debug_line
   std::span<const uint8_t> line_str{};  // .debug_line_str (DWARF 5)
   std::span<const uint8_t> str{};       // .debug_str
-  std::span<const uint8_t> info{};      // .debug_info (only the unit DIEs are read)
+  std::span<const uint8_t> info{};      // .debug_info
   std::span<const uint8_t> abbrev{};    // .debug_abbrev
+  std::span<const uint8_t> addr{};         // .debug_addr (DWARF 5 DW_FORM_addrx*)
+  std::span<const uint8_t> str_offsets{};  // .debug_str_offsets (DWARF 5 DW_FORM_strx*)
+  std::span<const uint8_t> ranges{};       // .debug_ranges (DWARF 2-4 DW_AT_ranges)
+  std::span<const uint8_t> rnglists{};     // .debug_rnglists (DWARF 5 DW_AT_ranges)
 };
 
 }  // namespace coz
@@ -167,6 +171,11 @@ struct FormContext {
   unsigned address_size = 8;
   std::span<const uint8_t> debug_str;
   std::span<const uint8_t> debug_line_str;
+  /// DW_FORM_strx*: resolved through .debug_str_offsets once the unit's
+  /// DW_AT_str_offsets_base is known (has_str_offsets_base).
+  std::span<const uint8_t> debug_str_offsets;
+  uint64_t str_offsets_base = 0;
+  bool has_str_offsets_base = false;
 };
 
 /// A decoded attribute value: an integer, or a string for the string forms.
@@ -174,8 +183,11 @@ struct FormValue {
   uint64_t number = 0;
   std::string_view string;
   bool is_string = false;
-  bool resolved = true;  // false: a string form we cannot resolve here (strx, supplementary file)
+  bool resolved = true;  // false: a string form we cannot resolve here (strx without a base, supplementary file)
 };
+
+/// The size in bytes of a value of `form`, or -1 when it varies (LEB128, strings, blocks).
+int fixed_form_size(uint64_t form, const FormContext& ctx);
 
 /// Reads (or skips) one value of `form`. Returns false on an unknown form or
 /// bad data (the cursor is then failed).

@@ -3,15 +3,47 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include <cerrno>
 #include <cstring>
 #include <exception>
 
+#include "dwarf_reader.h"
+
 namespace coz {
 
 namespace {
-// Not in libelfin's shf enum (it predates gABI's compressed sections).
+// Not in libelfin's enums (it predates gABI's compressed sections).
 constexpr uint64_t shf_compressed = 0x800;
+constexpr uint32_t elfcompress_zlib = 1;
+constexpr uint32_t nt_gnu_build_id = 3;
+// Beyond this a "decompressed size" is taken for corrupt data rather than allocated.
+constexpr uint64_t max_inflated_bytes = uint64_t{16} << 30;  // 16 GiB
+
+/// Inflates an SHF_COMPRESSED section (Elf64_Chdr then a zlib stream).
+bool inflate_section(std::span<const uint8_t> raw, std::vector<uint8_t>& out, std::string& error) {
+  dwarf_reader::Cursor chdr(raw);
+  uint32_t type = chdr.u32();
+  chdr.u32();  // ch_reserved
+  uint64_t size = chdr.u64();
+  chdr.u64();  // ch_addralign
+  if (!chdr.ok()) return error = "truncated compression header", false;
+  if (type != elfcompress_zlib) return error = "unsupported compression type " + std::to_string(type), false;
+  if (size > max_inflated_bytes) return error = "implausible decompressed size " + std::to_string(size), false;
+  out.resize(size);
+  z_stream z{};
+  if (inflateInit(&z) != Z_OK) return error = "zlib inflateInit failed", false;
+  z.next_in = const_cast<Bytef*>(chdr.pos());  // zlib's API is not const-correct
+  z.avail_in = static_cast<uInt>(chdr.remaining());
+  z.next_out = out.data();
+  z.avail_out = static_cast<uInt>(size);
+  int rc = inflate(&z, Z_FINISH);
+  bool ok = rc == Z_STREAM_END && z.total_out == size;
+  inflateEnd(&z);
+  if (!ok) error = "zlib stream is corrupt or shorter than its header says";
+  return ok;
+}
 }  // namespace
 
 std::optional<ElfFile> ElfFile::open(const std::string& path, std::string& error) {
@@ -51,12 +83,47 @@ ElfFile::Section ElfFile::section(std::string_view name) const {
       if (hdr.type != elf::sht::nobits && sec.size() > 0) {
         result.bytes = {static_cast<const uint8_t*>(sec.data()), sec.size()};
       }
+      if (result.compressed && !result.bytes.empty()) {
+        for (const auto& done : inflated_) {
+          if (done->name == name) {
+            result.bytes = done->bytes;
+            return result;
+          }
+        }
+        auto inflated = std::make_unique<Inflated>();
+        inflated->name = name;
+        if (!inflate_section(result.bytes, inflated->bytes, result.error)) {
+          result.error = std::string(name) + ": " + result.error;
+          result.bytes = {};
+          return result;
+        }
+        result.bytes = inflated->bytes;
+        inflated_.push_back(std::move(inflated));
+      }
       return result;
     }
   } catch (...) {
     // A section header pointing outside the file: treat the section as absent.
   }
   return Section{};
+}
+
+std::span<const uint8_t> ElfFile::build_id() const {
+  // An ELF note: namesz, descsz, type, the name padded to 4 bytes, the description.
+  dwarf_reader::Cursor note(section(".note.gnu.build-id").bytes);
+  while (note.ok() && !note.at_end()) {
+    uint32_t namesz = note.u32();
+    uint32_t descsz = note.u32();
+    uint32_t type = note.u32();
+    dwarf_reader::Cursor name = note.sub(namesz);
+    note.skip((4 - namesz % 4) % 4);
+    const uint8_t* desc = note.pos();
+    note.skip(descsz);
+    if (!note.ok()) break;
+    if (type == nt_gnu_build_id && namesz == 4 && std::memcmp(name.pos(), "GNU", 4) == 0) return {desc, descsz};
+    note.skip((4 - descsz % 4) % 4);
+  }
+  return {};
 }
 
 }  // namespace coz

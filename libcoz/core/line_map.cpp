@@ -2,16 +2,23 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "dwarf_lines.h"
+#include "dwarf_scopes.h"
 #include "elf_file.h"
+#include "debug_file.h"
+#include "symbol_names.h"
+#include "symbol_table.h"
 
 namespace coz {
 
 namespace {
 constexpr uint32_t not_in_scope = UINT32_MAX;
+constexpr uint32_t no_line = UINT32_MAX;
+constexpr uint32_t not_known = UINT32_MAX - 1;  // memo entries not computed yet
 }  // namespace
 
 struct LineMap::ObjectState {
@@ -20,14 +27,23 @@ struct LineMap::ObjectState {
   std::vector<ElfFile::CodeSegment> code;
   std::vector<int8_t> scope_by_file;  // per global file id: -1 unknown, 0 out, 1 in (the filter runs once per file)
   std::vector<uint32_t> unit_files;   // per file of the current unit: global file id or not_in_scope
+  uint32_t file_base = 1;             // the current unit's first file number (DWARF 5: 0)
+  std::optional<DwarfScopes> scopes;  // null without .debug_info
+  bool unit_scopes = false;           // scopes holds the current unit's
+  std::vector<uint32_t> site_line;    // per scope of the unit: call_site_line() memo
+  std::vector<uint32_t> function_of;  // per scope of the unit: index into functions
+  std::deque<std::string> functions;  // demangled names, for function_of
+  std::unordered_map<std::string_view, uint32_t> function_ids;  // raw name (in the mapped file) -> functions
   size_t first_range = 0;             // pending_ index where this object's ranges start
+  size_t inlined_ranges = 0;
   size_t lines = 0;
   size_t failed_units = 0;
   size_t units = 0;
   std::string first_error;
 };
 
-ObjectLines LineMap::add_object(const std::string& path, uintptr_t load_bias, const SourceFilter& in_scope) {
+ObjectLines LineMap::add_object(const std::string& path, uintptr_t load_bias, const SourceFilter& in_scope,
+                                std::string_view debug_root) {
   ObjectLines result;
   result.path = path;
   size_t pending_before = pending_.size();
@@ -38,29 +54,45 @@ ObjectLines LineMap::add_object(const std::string& path, uintptr_t load_bias, co
       result.error = error;
       return result;
     }
-    ElfFile::Section line = elf->section(".debug_line");
-    if (line.bytes.empty()) {
-      result.has_debug_info = false;  // the caller warns; symbol-table fallback: a later issue
-      return result;
-    }
-    ElfFile::Section line_str = elf->section(".debug_line_str");
-    ElfFile::Section str = elf->section(".debug_str");
-    ElfFile::Section info = elf->section(".debug_info");
-    ElfFile::Section abbrev = elf->section(".debug_abbrev");
-    for (const ElfFile::Section* s : {&line, &line_str, &str, &info, &abbrev}) {
-      if (s->compressed) {
-        result.error = path + ": compressed debug sections are not supported yet";
-        return result;
-      }
-    }
-    DwarfSections sections{line.bytes, line_str.bytes, str.bytes, info.bytes, abbrev.bytes};
-
     ObjectState object;
     object.load_bias = load_bias;
     object.in_scope = &in_scope;
     object.code = elf->code_segments();
     object.first_range = pending_.size();
     ++object_count_;
+
+    // The DWARF is in the binary, or in a separate debug file at the same addresses.
+    const ElfFile* debug = &*elf;
+    std::optional<ElfFile> debug_file;
+    if (!elf->section(".debug_line").present) {
+      result.debug_file = find_debug_file(*elf, path, debug_root);
+      if (!result.debug_file.empty()) debug_file = ElfFile::open(result.debug_file, error);
+      if (debug_file) debug = &*debug_file;
+    }
+    ElfFile::Section line = debug->section(".debug_line");
+    if (line.bytes.empty() && line.error.empty()) {
+      // No debug info: one range per function symbol, named BINARY:FUNCTION.
+      result.has_debug_info = false;
+      add_function_symbols(*elf, path, object);
+      result.ranges = pending_.size() - object.first_range;
+      result.function_level = result.ranges > 0;
+      result.lines = object.lines;
+      return result;
+    }
+    const char* names[] = {".debug_line", ".debug_line_str", ".debug_str", ".debug_info", ".debug_abbrev",
+                           ".debug_addr", ".debug_str_offsets", ".debug_ranges", ".debug_rnglists"};
+    std::span<const uint8_t> bytes[std::size(names)];
+    for (size_t i = 0; i < std::size(names); ++i) {
+      ElfFile::Section section = debug->section(names[i]);
+      if (!section.error.empty()) {
+        result.error = fmt::format("{}: {}", debug == &*elf ? path : result.debug_file, section.error);
+        return result;
+      }
+      bytes[i] = section.bytes;
+    }
+    DwarfSections sections{bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8]};
+
+    if (!sections.info.empty() && !sections.abbrev.empty()) object.scopes.emplace(sections);
     for_each_line_table(sections, [&](const LineTable& table) {
       ++object.units;
       if (!table.error.empty() && object.failed_units++ == 0) object.first_error = table.error;
@@ -68,10 +100,14 @@ ObjectLines LineMap::add_object(const std::string& path, uintptr_t load_bias, co
     });
     result.ranges = pending_.size() - object.first_range;
     result.lines = object.lines;
+    result.inlined_ranges = object.inlined_ranges;
     if (object.failed_units > 0) {
       // The other units were kept: the map is usable, but say what is missing.
       result.error = fmt::format("{}: {} of {} line tables unreadable, first: {}", path, object.failed_units,
                                  object.units, object.first_error);
+    } else if (object.scopes && !object.scopes->error().empty()) {
+      // Lines are all there; some inlined code may have been dropped or left without a function name.
+      result.error = fmt::format("{}: .debug_info partly unreadable: {}", path, object.scopes->error());
     }
   } catch (const std::exception& e) {
     pending_.resize(pending_before);
@@ -89,17 +125,29 @@ ObjectLines LineMap::add_object(const std::string& path, uintptr_t load_bias, co
 
 void LineMap::add_line_table(const LineTable& table, ObjectState& object) {
   object.unit_files.assign(table.files.size(), not_in_scope);
+  bool any_in_scope = false;
   for (size_t i = 0; i < table.files.size(); ++i) {
     uint32_t id = intern_file(table.files[i]);
     if (id >= object.scope_by_file.size()) object.scope_by_file.resize(id + 1, -1);
     if (object.scope_by_file[id] < 0) object.scope_by_file[id] = (*object.in_scope)(files_[id]) ? 1 : 0;
-    if (object.scope_by_file[id] == 1) object.unit_files[i] = id;
+    if (object.scope_by_file[id] == 1) {
+      object.unit_files[i] = id;
+      any_in_scope = true;
+    }
   }
+  // Neither its own rows nor its inlined calls can be in scope: skip the unit's .debug_info too.
+  if (!any_in_scope) return;
+  object.file_base = table.version >= 5 ? 0 : 1;
+  object.unit_scopes = object.scopes && object.scopes->load_unit(table.offset);
+  size_t scope_count = object.unit_scopes ? object.scopes->scopes().size() : 0;
+  object.site_line.assign(scope_count, not_known);
+  object.function_of.assign(scope_count, not_known);
 
   const std::vector<LineRow>& rows = table.rows;
   uint64_t last_key = UINT64_MAX;
   uint32_t last_index = 0;
   size_t sequence_start = 0;
+  size_t segment_hint = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i].end_sequence) {
       sequence_start = i + 1;
@@ -110,7 +158,7 @@ void LineMap::add_line_table(const LineTable& table, ObjectState& object) {
       // sequence, relocated to 0: it would alias the real code at low addresses.
       uint64_t a = rows[i].address;
       bool in_code = std::any_of(object.code.begin(), object.code.end(),
-                                 [a](const ElfFile::CodeSegment& s) { return a >= s.begin && a < s.end; });
+                                 [a](const ElfFile::CodeSegment& c) { return a >= c.begin && a < c.end; });
       if (!in_code && !object.code.empty()) {
         while (i + 1 < rows.size() && !rows[i + 1].end_sequence) ++i;
         continue;
@@ -118,16 +166,71 @@ void LineMap::add_line_table(const LineTable& table, ObjectState& object) {
     }
     const LineRow& row = rows[i];
     const LineRow& next = rows[i + 1];  // exists: every sequence ends with an end_sequence row
-    if (row.line == 0 || row.file == LineTable::no_file || next.address <= row.address) continue;
-    uint32_t file_id = object.unit_files[row.file];
-    if (file_id == not_in_scope) continue;
-    uint64_t key = (static_cast<uint64_t>(file_id) << 32) | row.line;
-    if (key != last_key) {
-      last_key = key;
-      last_index = intern_line(file_id, row.line);
+    if (next.address <= row.address) continue;
+    uint32_t file_id = row.line != 0 && row.file != LineTable::no_file ? object.unit_files[row.file] : not_in_scope;
+    if (file_id != not_in_scope) {
+      uint64_t key = (static_cast<uint64_t>(file_id) << 32) | row.line;
+      if (key != last_key) {
+        last_key = key;
+        bool inserted = false;
+        last_index = intern_line(file_id, row.line, inserted);
+        if (inserted && object.unit_scopes) {
+          uint32_t scope = object.scopes->innermost(row.address);
+          if (scope != DwarfScopes::none) lines_[last_index].function = scope_function(scope, object);
+        }
+      }
+      add_range(row.address + object.load_bias, next.address + object.load_bias, last_index, object);
+      continue;
     }
-    add_range(row.address + object.load_bias, next.address + object.load_bias, last_index, object);
+    if (!object.unit_scopes) continue;
+    // Out of scope (or line 0): charge each piece to the in-scope line that inlined it, if any.
+    const auto& segments = object.scopes->segments();
+    // Rows ascend within a sequence: step forward from the previous row's segment, search after a jump.
+    size_t s = segment_hint;
+    for (int steps = 0; s < segments.size() && segments[s].end <= row.address && steps < 4; ++steps) ++s;
+    if (s >= segments.size() || segments[s].end <= row.address || (s > 0 && segments[s - 1].end > row.address)) {
+      s = object.scopes->first_segment_after(row.address);
+    }
+    segment_hint = s;
+    for (; s < segments.size() && segments[s].begin < next.address; ++s) {
+      uint32_t line = call_site_line(segments[s].scope, object);
+      if (line == no_line) continue;
+      add_range(std::max(row.address, segments[s].begin) + object.load_bias,
+                std::min(next.address, segments[s].end) + object.load_bias, line, object);
+      ++object.inlined_ranges;
+    }
   }
+}
+
+uint32_t LineMap::call_site_line(uint32_t scope, ObjectState& object) {
+  uint32_t& memo = object.site_line[scope];
+  if (memo != not_known) return memo;
+  const DwarfScopes::Scope& s = object.scopes->scopes()[scope];
+  uint32_t result = no_line;
+  if (s.inlined) {
+    uint64_t index = uint64_t{s.call_file} - object.file_base;  // wraps for file 0 in DWARF 4: caught below
+    uint32_t file_id = index < object.unit_files.size() ? object.unit_files[index] : not_in_scope;
+    if (file_id != not_in_scope && s.call_line != 0) {
+      bool inserted = false;
+      result = intern_line(file_id, s.call_line, inserted);
+      if (inserted && s.parent != DwarfScopes::none) lines_[result].function = scope_function(s.parent, object);
+    } else if (s.parent != DwarfScopes::none) {
+      result = call_site_line(s.parent, object);  // recursion as deep as the inlining
+    }
+  }
+  memo = result;
+  return result;
+}
+
+const std::string& LineMap::scope_function(uint32_t scope, ObjectState& object) {
+  uint32_t& id = object.function_of[scope];
+  if (id == not_known) {
+    std::string_view raw = object.scopes->raw_name(scope);
+    auto [it, inserted] = object.function_ids.try_emplace(raw, static_cast<uint32_t>(object.functions.size()));
+    if (inserted) object.functions.push_back(demangle(raw));
+    id = it->second;
+  }
+  return object.functions[id];
 }
 
 void LineMap::add_range(uintptr_t begin, uintptr_t end, uint32_t line_index, ObjectState& object) {
@@ -146,6 +249,26 @@ void LineMap::add_range(uintptr_t begin, uintptr_t end, uint32_t line_index, Obj
   pending_.push_back({begin, end, line});
 }
 
+void LineMap::add_function_symbols(const ElfFile& elf, const std::string& path, ObjectState& object) {
+  std::vector<FunctionSymbol> symbols = function_symbols(elf);
+  if (symbols.empty()) return;
+  uint32_t file_id = intern_file(path);
+  std::string key;
+  for (const FunctionSymbol& symbol : symbols) {
+    std::string function = demangle(symbol.name);
+    key.assign(path).append(1, '\0').append(function);
+    auto [it, inserted] = function_line_ids_.try_emplace(key, static_cast<uint32_t>(lines_.size()));
+    if (inserted) {
+      SourceLine& l = lines_.emplace_back();
+      l.file = files_[file_id];
+      l.line = 0;
+      l.function = std::move(function);
+      line_object_.push_back(0);
+    }
+    add_range(symbol.begin + object.load_bias, symbol.end + object.load_bias, it->second, object);
+  }
+}
+
 uint32_t LineMap::intern_file(std::string_view path) {
   auto it = file_ids_.find(path);
   if (it != file_ids_.end()) return it->second;
@@ -155,9 +278,10 @@ uint32_t LineMap::intern_file(std::string_view path) {
   return id;
 }
 
-uint32_t LineMap::intern_line(uint32_t file_id, uint32_t line) {
+uint32_t LineMap::intern_line(uint32_t file_id, uint32_t line, bool& inserted) {
   uint64_t key = (static_cast<uint64_t>(file_id) << 32) | line;
-  auto [it, inserted] = line_ids_.try_emplace(key, static_cast<uint32_t>(lines_.size()));
+  auto [it, added] = line_ids_.try_emplace(key, static_cast<uint32_t>(lines_.size()));
+  inserted = added;
   if (inserted) {
     SourceLine& l = lines_.emplace_back();
     l.file = files_[file_id];

@@ -18,16 +18,25 @@
 namespace coz {
 
 struct LineTable;  // dwarf_lines.h
+class ElfFile;     // elf_file.h
+
+/// Where distributions install separate debug files (debug_file.h).
+inline constexpr std::string_view default_debug_root = "/usr/lib/debug";
 
 /// One source line that samples can be attributed to and experiments can select.
 /// Addresses of SourceLine objects are stable for the life of the LineMap.
 struct SourceLine {
   std::string file;  // path as the debug info names it, made absolute with the compilation directory
   uint32_t line = 0;
+  /// The function (demangled) whose code the line is: for a line reached
+  /// through an inlined call (see LineMap::add_object), the function that
+  /// makes the call. Empty when the debug info names none.
+  std::string function;
   std::atomic<uint64_t> samples{0};           // all samples attributed here (sampling path)
   std::atomic<uint64_t> reported_samples{0};  // part of `samples` already written to the profile
 
-  std::string name() const { return file + ":" + std::to_string(line); }
+  /// "FILE:LINE", or "BINARY:FUNCTION" for a function-level line (line 0, from the symbol table).
+  std::string name() const { return file + ":" + (line == 0 ? function : std::to_string(line)); }
 };
 
 /// Decides whether a source file (absolute path) is in scope.
@@ -38,7 +47,13 @@ struct ObjectLines {
   std::string path;
   size_t ranges = 0;          // address ranges kept (after the source filter)
   size_t lines = 0;           // distinct source lines kept
-  bool has_debug_info = true; // false: no .debug_line at all
+  /// Part of `ranges`: inlined code from out-of-scope files charged to the in-scope line that calls it.
+  size_t inlined_ranges = 0;
+  bool has_debug_info = true; // false: no .debug_line, in the file or a separate debug file
+  /// No debug info, so one range per function symbol (.symtab, else .dynsym):
+  /// each SourceLine has file = the binary's path, line = 0, function = its name.
+  bool function_level = false;
+  std::string debug_file;     // the separate debug file the lines came from, or empty
   std::string error;          // non-empty: the file could not be read (the message says why)
 };
 
@@ -51,8 +66,15 @@ class LineMap {
   /// Reads the DWARF line tables (versions 2 to 5) of the ELF file at `path`,
   /// loaded at `load_bias` (dl_iterate_phdr's dlpi_addr: 0 for a non-PIE
   /// executable), and keeps the lines whose source file passes `in_scope`.
+  /// Code whose line is out of scope (or 0) but that was inlined, directly or
+  /// through other inlined calls, from an in-scope line is charged to that
+  /// line: the innermost in-scope call site (DW_AT_call_file:DW_AT_call_line).
   /// Never throws: problems are reported in the result.
-  ObjectLines add_object(const std::string& path, uintptr_t load_bias, const SourceFilter& in_scope);
+  /// When the file has no .debug_line, its separate debug file is looked for
+  /// (debug_file.h) under `debug_root` among other places; failing that, the
+  /// symbol table gives function-level ranges (ObjectLines::function_level).
+  ObjectLines add_object(const std::string& path, uintptr_t load_bias, const SourceFilter& in_scope,
+                         std::string_view debug_root = default_debug_root);
 
   /// Sorts the ranges added so far and makes them visible to find(); call
   /// after the last add_object() and before find(), and again after adding a
@@ -94,8 +116,13 @@ class LineMap {
   struct ObjectState;  // per add_object() call (line_map.cpp)
 
   void add_line_table(const LineTable& table, ObjectState& object);
+  void add_function_symbols(const ElfFile& elf, const std::string& path, ObjectState& object);
+  /// The line of the innermost in-scope call site around `scope` (memoized), or UINT32_MAX.
+  uint32_t call_site_line(uint32_t scope, ObjectState& object);
+  /// The demangled name of a scope's function (memoized per object).
+  const std::string& scope_function(uint32_t scope, ObjectState& object);
   uint32_t intern_file(std::string_view path);
-  uint32_t intern_line(uint32_t file_id, uint32_t line);  // index into lines_
+  uint32_t intern_line(uint32_t file_id, uint32_t line, bool& inserted);  // index into lines_
   /// Appends [begin, end) -> line to the pending ranges, extending the last one
   /// when contiguous. The symbol-table fallback will call it with line 0 ranges.
   void add_range(uintptr_t begin, uintptr_t end, uint32_t line_index, ObjectState& object);
@@ -108,6 +135,7 @@ class LineMap {
   std::deque<std::string> files_;  // every file name seen, interned (stable for the views below)
   std::unordered_map<std::string_view, uint32_t> file_ids_;
   std::unordered_map<uint64_t, uint32_t> line_ids_;  // (file id << 32 | line) -> index into lines_
+  std::unordered_map<std::string, uint32_t> function_line_ids_;  // binary path '\0' function -> index into lines_
   std::vector<uint32_t> line_object_;                // per line: last object that used it (counts ObjectLines::lines)
   uint32_t object_count_ = 0;
 };

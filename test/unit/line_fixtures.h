@@ -72,31 +72,54 @@ inline std::vector<ReadelfRow> readelf_rows(const std::string& path) {
   return rows;
 }
 
-/// The value of a symbol from .symtab (independent of the debug info).
-inline uint64_t symbol_value(const std::string& path, std::string_view name) {
+struct SymbolRange {
+  uint64_t begin;
+  uint64_t end;
+};
+
+/// A symbol's [value, value + size) from .symtab (independent of the debug info).
+inline SymbolRange symbol_range(const std::string& path, std::string_view name) {
   std::string error;
   auto elf = ElfFile::open(path, error);
   if (!elf) throw std::runtime_error(error);
   for (const ::elf::section& sec : elf->elf().sections()) {
     if (sec.get_hdr().type != ::elf::sht::symtab) continue;
     for (const ::elf::sym& sym : sec.as_symtab()) {
-      if (sym.get_name() == name) return sym.get_data().value;
+      if (sym.get_name() == name) return {sym.get_data().value, sym.get_data().value + sym.get_data().size};
     }
   }
   throw std::runtime_error("no symbol " + std::string(name) + " in " + path);
 }
 
+/// The value of a symbol from .symtab.
+inline uint64_t symbol_value(const std::string& path, std::string_view name) { return symbol_range(path, name).begin; }
+
+/// readelf's rows inside [range.begin, range.end) that cover bytes, with the
+/// end of what each covers (the next row's address).
+inline std::vector<std::pair<ReadelfRow, uint64_t>> rows_in(const std::string& path, SymbolRange range) {
+  std::vector<ReadelfRow> rows = readelf_rows(path);
+  std::vector<std::pair<ReadelfRow, uint64_t>> out;
+  for (size_t i = 0; i + 1 < rows.size(); ++i) {
+    if (rows[i].end_sequence || rows[i + 1].address <= rows[i].address) continue;
+    if (rows[i].address >= range.begin && rows[i].address < range.end) out.emplace_back(rows[i], rows[i + 1].address);
+  }
+  return out;
+}
+
 inline DwarfSections sections_of(const ElfFile& elf) {
-  return DwarfSections{elf.section(".debug_line").bytes, elf.section(".debug_line_str").bytes,
-                       elf.section(".debug_str").bytes, elf.section(".debug_info").bytes,
-                       elf.section(".debug_abbrev").bytes};
+  return DwarfSections{elf.section(".debug_line").bytes,   elf.section(".debug_line_str").bytes,
+                       elf.section(".debug_str").bytes,    elf.section(".debug_info").bytes,
+                       elf.section(".debug_abbrev").bytes, elf.section(".debug_addr").bytes,
+                       elf.section(".debug_str_offsets").bytes, elf.section(".debug_ranges").bytes,
+                       elf.section(".debug_rnglists").bytes};
 }
 
 /// Every fixture that has debug info.
 inline const std::vector<std::string>& debug_fixtures() {
   static const std::vector<std::string> names = {
       "lines_dwarf4_nopie", "lines_dwarf4_pie", "lines_dwarf5_pie", "lines_dwarf5_nopie", "lines_dwarf4_64",
-      "lines_dwarf3",       "lines_mixed",      "lines_cpp",        "liblines_shared.so"};
+      "lines_dwarf3",       "lines_mixed",      "lines_cpp",        "liblines_shared.so",
+      "inline_dwarf5",      "inline_dwarf4",    "lines_gz",         "inline_gz"};
   return names;
 }
 

@@ -57,6 +57,9 @@ TEST_P(Executables, FunctionEntryMapsToItsOpeningLine) {
     uint64_t helper = test::symbol_value(fixture(GetParam()), "helper_add");
     EXPECT_TRUE(names(l->map.find(work + bias), "main.c", "work_open")) << std::hex << work;
     EXPECT_TRUE(names(l->map.find(helper + bias), "sub/helper.c", "helper_open"));
+    ASSERT_NE(l->map.find(work + bias), nullptr);
+    EXPECT_EQ(l->map.find(work + bias)->function, "fixture_work");
+    EXPECT_EQ(l->map.find(helper + bias)->function, "helper_add");
     EXPECT_EQ(l->map.find(work), bias ? nullptr : l->map.find(work + bias)) << "bias not applied";
     EXPECT_EQ(l->map.find(0), nullptr);
     EXPECT_EQ(l->map.find(UINTPTR_MAX), nullptr);
@@ -79,7 +82,8 @@ TEST_P(Executables, FindLineBySuffix) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Executables,
                          testing::Values("lines_dwarf4_nopie", "lines_dwarf4_pie", "lines_dwarf5_pie",
-                                         "lines_dwarf5_nopie", "lines_dwarf4_64", "lines_dwarf3", "lines_mixed"));
+                                         "lines_dwarf5_nopie", "lines_dwarf4_64", "lines_dwarf3", "lines_mixed",
+                                         "lines_gz"));
 
 // A function removed by --gc-sections keeps its line-table sequence,
 // relocated to 0; it must not claim low addresses (in a PIE or a library,
@@ -184,6 +188,116 @@ TEST(LineMap, EveryAddressMapsBackByName) {
   EXPECT_TRUE(library_header) << "inlined code from /usr/include/c++ is kept by an all-pass filter";
 }
 
+// --- inlined code (test/fixtures/lines/inline_main.cpp, inline_main.rs) ---
+
+// lib/ stands for a library; /usr/ and /rustc/ are real ones.
+const SourceFilter user_code = [](std::string_view f) {
+  return f.find("/lines/lib/") == std::string_view::npos && !f.starts_with("/usr/") && !f.starts_with("/rustc/");
+};
+
+bool exists(const std::string& path) { return std::filesystem::exists(path); }
+
+class Inlined : public testing::TestWithParam<std::string> {};
+
+// Every readelf row of library code inside `function` must map to the
+// in-scope line named by the marker (the outermost call, for nested ones).
+void expect_library_rows_map_to(const Loaded& l, const std::string& binary, const char* function,
+                                const char* source, const char* marker, const std::string& expected_function) {
+  SCOPED_TRACE(function);
+  size_t checked = 0;
+  for (const auto& [row, end] : test::rows_in(fixture(binary), test::symbol_range(fixture(binary), function))) {
+    if (row.file == "inline_main.cpp" || row.file == "inline_user.h") continue;
+    for (uint64_t a : {row.address, end - 1}) {
+      SourceLine* line = l.map.find(a);
+      ASSERT_TRUE(names(line, source, marker)) << std::hex << a << " " << row.file << ":" << std::dec << row.line
+                                               << " -> " << (line ? line->name() : "nothing");
+      EXPECT_EQ(line->function, expected_function);
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0u) << "no inlined library rows: the fixture no longer inlines";
+}
+
+TEST_P(Inlined, LibraryCodeIsChargedToTheCallingLine) {
+  auto l = load(GetParam(), 0, user_code);
+  ASSERT_EQ(l->result.error, "");
+  EXPECT_GT(l->result.inlined_ranges, 0u);
+  expect_library_rows_map_to(*l, GetParam(), "inline_direct", "inline_main.cpp", "direct_call", "inline_direct");
+  // lib_inner's call sites are in lib_outer (out of scope): the call of lib_outer is the line.
+  expect_library_rows_map_to(*l, GetParam(), "inline_nested", "inline_main.cpp", "nested_call", "inline_nested");
+  // An in-scope inline function between: its own line, in its own function.
+  expect_library_rows_map_to(*l, GetParam(), "inline_through_user", "inline_user.h", "user_mid_body",
+                             "user_mid(long, long)");
+  expect_library_rows_map_to(*l, GetParam(), "_Z10inline_stdRKSt6vectorIlSaIlEE", "inline_main.cpp", "std_call",
+                             "inline_std(std::vector<long, std::allocator<long> > const&)");
+  for (const SourceLine& line : l->map.lines()) EXPECT_TRUE(user_code(line.file)) << line.name();
+}
+
+// Rows in scope keep their own line, whatever the inlining around them.
+TEST_P(Inlined, InScopeRowsKeepTheirLine) {
+  auto l = load(GetParam(), 0, user_code);
+  auto all = load(GetParam());
+  EXPECT_EQ(all->result.inlined_ranges, 0u) << "nothing is out of scope";
+  size_t checked = 0;
+  for (const auto& [row, end] : test::rows_in(fixture(GetParam()), {0x1000, UINT64_MAX})) {
+    if (row.line == 0) continue;
+    SourceLine* own = all->map.find(row.address);
+    ASSERT_NE(own, nullptr);
+    EXPECT_EQ(own->line, row.line);
+    if (row.file != "inline_main.cpp" && row.file != "inline_user.h") continue;
+    SourceLine* line = l->map.find(row.address);
+    ASSERT_NE(line, nullptr) << std::hex << row.address;
+    EXPECT_EQ(line->line, row.line);
+    EXPECT_EQ(line->name(), own->name());
+    ++checked;
+  }
+  EXPECT_GT(checked, 10u);
+  SourceLine* loop = l->map.find_line("inline_main.cpp", marker_line("inline_main.cpp", "direct_call"));
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->function, "inline_direct");
+}
+
+// Out-of-scope code with no in-scope call site around it is dropped, as before.
+TEST_P(Inlined, OutOfLineLibraryCodeIsDropped) {
+  auto l = load(GetParam(), 0, user_code);
+  test::SymbolRange f = test::symbol_range(fixture(GetParam()), "_Z15lib_not_inlinedl");
+  for (uint64_t a = f.begin; a < f.end; ++a) ASSERT_EQ(l->map.find(a), nullptr) << std::hex << a;
+  auto all = load(GetParam());
+  EXPECT_TRUE(names(all->map.find(f.begin), "lib/inline_lib.h", "lib_not_inlined_body") ||
+              names(all->map.find(f.begin), "lib/inline_lib.h", "lib_not_inlined_open"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Inlined, testing::Values("inline_dwarf5", "inline_dwarf4"));
+
+// Rust: wrapping_mul, slice indexing and the range iterator come from
+// /rustc/<hash>/library; LLVM's DWARF 5 reaches them through strx, addrx and rnglistx.
+class RustInlined : public testing::TestWithParam<std::string> {};
+
+TEST_P(RustInlined, LibraryCodeIsChargedToTheLoop) {
+  if (!exists(fixture(GetParam()))) GTEST_SKIP() << "rustc was not found when the fixtures were built";
+  auto l = load(GetParam(), 0, user_code);
+  auto all = load(GetParam());
+  ASSERT_EQ(l->result.error, "");
+  test::SymbolRange f = test::symbol_range(fixture(GetParam()), "rust_hot_loop");
+  size_t library_bytes = 0, charged = 0, charged_to_hot = 0;
+  for (uint64_t a = f.begin; a < f.end; ++a) {
+    SourceLine* own = all->map.find(a);
+    if (!own || user_code(own->file)) continue;
+    ++library_bytes;
+    SourceLine* line = l->map.find(a);
+    if (!line) continue;
+    ++charged;
+    EXPECT_TRUE(line->file.ends_with("/inline_main.rs")) << line->name();
+    EXPECT_EQ(line->function, "rust_hot_loop");
+    charged_to_hot += line->line == marker_line("inline_main.rs", "rust_hot");
+  }
+  EXPECT_GT(library_bytes, 16u) << "the fixture no longer inlines library code";
+  EXPECT_GE(charged * 10, library_bytes * 9) << charged << " of " << library_bytes << " bytes";
+  EXPECT_GT(charged_to_hot, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, RustInlined, testing::Values("inline_rust5", "inline_rust4"));
+
 TEST(LineMap, TwoObjectsAndAFinalizeBetween) {
   LineMap map;
   auto a = map.add_object(fixture("lines_dwarf5_nopie"), 0, everything);
@@ -203,12 +317,77 @@ TEST(LineMap, TwoObjectsAndAFinalizeBetween) {
   EXPECT_EQ(a.lines, b.lines);
 }
 
-TEST(LineMap, NoDebugInfo) {
+// --- no debug info: function-level ranges from the symbol table ---
+
+TEST(LineMap, NoDebugInfoFallsBackToFunctionSymbols) {
   auto l = load("lines_stripped");
-  EXPECT_FALSE(l->result.has_debug_info);
+  EXPECT_FALSE(l->result.has_debug_info) << "the runtime warns on this";
+  EXPECT_TRUE(l->result.function_level);
   EXPECT_EQ(l->result.error, "");
-  EXPECT_EQ(l->result.ranges, 0u);
-  EXPECT_EQ(l->map.find(test::symbol_value(fixture("lines_stripped"), "fixture_work")), nullptr);
+  EXPECT_EQ(l->result.inlined_ranges, 0u);
+  for (const char* function : {"fixture_work", "helper_add", "main"}) {
+    test::SymbolRange f = test::symbol_range(fixture("lines_stripped"), function);
+    SourceLine* line = l->map.find(f.begin);
+    ASSERT_NE(line, nullptr) << function;
+    EXPECT_EQ(line->file, fixture("lines_stripped"));
+    EXPECT_EQ(line->line, 0u);
+    EXPECT_EQ(line->function, function);
+    EXPECT_EQ(line->name(), fixture("lines_stripped") + ":" + function);
+    EXPECT_EQ(l->map.find(f.end - 1), line);
+    EXPECT_NE(l->map.find(f.end), line);
+  }
+  EXPECT_EQ(l->result.lines, l->map.lines().size());
+  EXPECT_EQ(l->map.find(0), nullptr);
+}
+
+TEST(LineMap, FunctionSymbolsAreDemangledAndBiased) {
+  uintptr_t bias = 0x5555'0000'0000;
+  auto l = load("lines_cpp_stripped", bias);
+  ASSERT_TRUE(l->result.function_level);
+  test::SymbolRange f = test::symbol_range(fixture("lines_cpp"), "_Z9other_sumRKSt6vectorIlSaIlEE");
+  SourceLine* line = l->map.find(f.begin + bias);
+  ASSERT_NE(line, nullptr);
+  EXPECT_EQ(line->function, "other_sum(std::vector<long, std::allocator<long> > const&)");
+  EXPECT_EQ(l->map.find(f.begin), nullptr) << "bias not applied";
+  // Two objects can have a function of the same name: one line per binary.
+  auto plain = load("lines_stripped");
+  EXPECT_NE(plain->map.find(test::symbol_value(fixture("lines_stripped"), "main"))->name(),
+            line->name());
+}
+
+// strip --strip-all leaves only .dynsym: the exported functions are still found.
+TEST(LineMap, DynamicSymbolsWhenSymtabIsGone) {
+  auto l = load("liblines_stripped_all.so");
+  ASSERT_TRUE(l->result.function_level);
+  EXPECT_FALSE(l->result.has_debug_info);
+  SourceLine* line = l->map.find(test::symbol_value(fixture("liblines_shared.so"), "fixture_lib_work"));
+  ASSERT_NE(line, nullptr);
+  EXPECT_EQ(line->name(), fixture("liblines_stripped_all.so") + ":fixture_lib_work");
+}
+
+// --- compressed debug sections (-gz) ---
+
+TEST(LineMap, CompressedSectionsAreInflated) {
+  std::string error;
+  auto elf = ElfFile::open(fixture("lines_gz"), error);
+  ASSERT_TRUE(elf) << error;
+  ElfFile::Section info = elf->section(".debug_info");
+  EXPECT_TRUE(info.compressed) << "the fixture's sections are not compressed";
+  EXPECT_EQ(info.error, "");
+  ASSERT_GT(info.bytes.size(), 4u);
+  EXPECT_EQ(info.bytes[4], 5) << "inflated .debug_info starts with a DWARF 5 unit header";
+  EXPECT_EQ(elf->section(".debug_info").bytes.data(), info.bytes.data()) << "inflated once";
+
+  auto l = load("lines_gz");
+  ASSERT_EQ(l->result.error, "");
+  EXPECT_TRUE(l->result.has_debug_info);
+  EXPECT_TRUE(names(l->map.find(test::symbol_value(fixture("lines_gz"), "fixture_work")), "main.c", "work_open"));
+  auto plain = load("lines_dwarf5_pie");
+  EXPECT_EQ(l->result.ranges, plain->result.ranges);
+
+  auto inl = load("inline_gz", 0, user_code);
+  ASSERT_EQ(inl->result.error, "");
+  expect_library_rows_map_to(*inl, "inline_gz", "inline_nested", "inline_main.cpp", "nested_call", "inline_nested");
 }
 
 TEST(LineMap, NotElfOrMissingIsAnError) {

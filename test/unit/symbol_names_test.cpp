@@ -1,0 +1,27 @@
+#include "symbol_names.h"
+
+#include <gtest/gtest.h>
+
+namespace coz {
+namespace {
+
+TEST(Demangle, CxxNames) {
+  EXPECT_EQ(demangle("_Z9lib_scalell"), "lib_scale(long, long)");
+  EXPECT_EQ(demangle("_ZNSt6vectorIlSaIlEEixEm"), "std::vector<long, std::allocator<long> >::operator[](unsigned long)");
+}
+
+TEST(Demangle, RustLegacyNamesKeepTheirHash) {
+  EXPECT_EQ(demangle("_ZN4core3num21_$LT$impl$u20$u64$GT$12wrapping_mul17h0123456789abcdefE"),
+            "core::num::_$LT$impl$u20$u64$GT$::wrapping_mul::h0123456789abcdef");
+}
+
+TEST(Demangle, OtherNamesUnchanged) {
+  EXPECT_EQ(demangle("main"), "main");
+  EXPECT_EQ(demangle("fixture_work"), "fixture_work");
+  EXPECT_EQ(demangle("_Znot a mangled name"), "_Znot a mangled name");
+  EXPECT_EQ(demangle("_RNvCs1234_4main8hot_loop"), "_RNvCs1234_4main8hot_loop");  // Rust v0: left as is
+  EXPECT_EQ(demangle(""), "");
+}
+
+}  // namespace
+}  // namespace coz
