@@ -1,11 +1,14 @@
-// Tests of analyze(): hand-computed expectations for each formula documented
-// at the top of tools/analysis/analysis.cpp, and the shared golden vectors.
+// Tests of analyze() and compare(): hand-computed expectations for each
+// formula of docs/analysis.md, a coverage check on simulated profiles, and the
+// shared golden vectors in test/vectors/.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <variant>
@@ -13,6 +16,7 @@
 
 #include "analysis.h"
 #include "analysis_json.h"
+#include "compare.h"
 #include "profile.h"
 
 namespace coz::analysis {
@@ -75,7 +79,7 @@ TEST(Analysis, ThroughputSpeedupFromPeriods) {
   ASSERT_EQ(a.effects.size(), 1u);
   const LineEffect& e = a.effects[0];
   EXPECT_EQ(e.kind, PointKind::Throughput);
-  EXPECT_FALSE(e.global_baseline);
+  EXPECT_EQ(e.baseline, BaselineSource::Pooled);
   EXPECT_DOUBLE_EQ(e.baseline_ns, 10.0 * ms);
   ASSERT_EQ(e.curve.size(), 2u);
   EXPECT_DOUBLE_EQ(e.curve[0].line_speedup, 0.0);
@@ -150,12 +154,11 @@ TEST(Analysis, LatencyPoolsDurationWeightedMeans) {
   const LineEffect& e = a.effects.at(0);
   EXPECT_DOUBLE_EQ(at(e, 0.25)->value_ns, 25.0 * ms);
   EXPECT_NEAR(at(e, 0.25)->program_speedup, -0.25, 1e-12);
-  ASSERT_EQ(at(e, 0.25)->observations.size(), 2u) << "per-experiment values kept for intervals";
-  EXPECT_DOUBLE_EQ(at(e, 0.25)->observations[1].in_flight, 1.0);
-  EXPECT_EQ(at(e, 0.25)->observations[1].duration_ns, 300 * ms);
+  EXPECT_EQ(at(e, 0.25)->visits, 20u);
+  EXPECT_EQ(at(e, 0.25)->duration_ns, 400 * ms);
 }
 
-TEST(Analysis, GlobalBaselineWhenTheLineHasNone) {
+TEST(Analysis, PooledBaselineUsesEveryLinesZeroPercentRuns) {
   // 0% runs of other lines: 30 visits in 300 ms -> P(0) = 10 ms. b.c at 50%: 8 ms.
   ProfileBuilder b;
   b.experiment("a.c:1", 0.0, 100 * ms).visits("p", 10);
@@ -164,22 +167,29 @@ TEST(Analysis, GlobalBaselineWhenTheLineHasNone) {
   Analysis a = analyze(b.get());
   const LineEffect* e = find(a, "b.c:2");
   ASSERT_NE(e, nullptr);
-  EXPECT_TRUE(e->global_baseline);
+  EXPECT_EQ(e->baseline, BaselineSource::Pooled);
   EXPECT_DOUBLE_EQ(e->baseline_ns, 10.0 * ms);
-  ASSERT_EQ(e->curve.size(), 1u) << "the global baseline is not one of this line's points";
+  ASSERT_EQ(e->curve.size(), 1u) << "the pooled baseline is not one of this line's points";
   EXPECT_NEAR(e->curve[0].program_speedup, 0.2, 1e-12);
   EXPECT_EQ(e->experiments, 1u);
-  EXPECT_FALSE(find(a, "a.c:1")->global_baseline);
+  const LineEffect* own = find(a, "a.c:1");
+  EXPECT_DOUBLE_EQ(own->baseline_ns, 10.0 * ms) << "pooled for every line, also one with 0% runs";
+  EXPECT_TRUE(std::isnan(own->curve.at(0).se)) << "a line's own 0% point is part of the baseline: no interval";
 }
 
-TEST(Analysis, OwnBaselineWithoutVisitsFallsBackToGlobal) {
+TEST(Analysis, LineBaselineWithoutVisitsFallsBackToPooled) {
   ProfileBuilder b;
   b.experiment("a.c:1", 0.0, 100 * ms).visits("p", 10);
+  b.experiment("a.c:1", 0.5, 100 * ms).visits("p", 10);
   b.experiment("b.c:2", 0.0, 100 * ms).visits("p", 0);
   b.experiment("b.c:2", 0.5, 100 * ms).visits("p", 20);
-  Analysis a = analyze(b.get());
+  AnalysisOptions line;
+  line.baseline = Baseline::Line;
+  Analysis a = analyze(b.get(), line);
+  EXPECT_EQ(find(a, "a.c:1")->baseline, BaselineSource::Line);
+  EXPECT_DOUBLE_EQ(find(a, "a.c:1")->curve.at(0).program_speedup, 0.0) << "own baseline: exactly 0 at 0%";
   const LineEffect* e = find(a, "b.c:2");
-  EXPECT_TRUE(e->global_baseline);
+  EXPECT_EQ(e->baseline, BaselineSource::Pooled);
   EXPECT_DOUBLE_EQ(e->baseline_ns, 20.0 * ms) << "global pool: 10 visits in 200 ms";
   EXPECT_NEAR(at(*e, 0.5)->program_speedup, 0.75, 1e-12);
 }
@@ -260,7 +270,9 @@ TEST(Analysis, PointFilterAndMinExperiments) {
   Analysis a = analyze(b.get(), only_q);
   ASSERT_EQ(a.effects.size(), 1u);
   EXPECT_EQ(a.effects[0].point, "q");
-  EXPECT_EQ(a.points, (std::vector<std::string>{"p", "q"})) << "points lists every point seen";
+  ASSERT_EQ(a.points.size(), 2u) << "points lists every point seen";
+  EXPECT_EQ(a.points[0].name, "p");
+  EXPECT_EQ(a.points[1].name, "q");
 
   AnalysisOptions two;
   two.min_experiments = 2;
@@ -277,13 +289,258 @@ TEST(Analysis, SameNameAsThroughputAndLatencyStaysApart) {
   Analysis a = analyze(b.get());
   ASSERT_EQ(a.effects.size(), 2u);
   EXPECT_NE(a.effects[0].kind, a.effects[1].kind);
-  EXPECT_EQ(a.points.size(), 1u);
+  ASSERT_EQ(a.points.size(), 2u);
+  EXPECT_EQ(a.points[0].kind, PointKind::Latency) << "by name, then kind name";
 }
 
 TEST(Analysis, EmptyProfile) {
   Analysis a = analyze(Profile{});
   EXPECT_TRUE(a.effects.empty());
   EXPECT_EQ(a.experiments, 0u);
+}
+
+
+// --- intervals (docs/analysis.md sections 3-7), hand-computed ---
+
+// Two cells with two experiments each: a0 (10, 12 visits per 100 ms) and
+// a.5 (12, 14). Pearson terms: a0 R = 200/22 ms, m = 11 -> (1 + 1)/11;
+// a.5 R = 200/26, m = 13 -> (1 + 1)/13. N - K = 4 - 2 = 2.
+ProfileBuilder two_by_two() {
+  ProfileBuilder b;
+  b.experiment("a.c:1", 0.0, 100 * ms).visits("p", 10);
+  b.experiment("a.c:1", 0.0, 100 * ms).visits("p", 12);
+  b.experiment("a.c:1", 0.5, 100 * ms).visits("p", 12);
+  b.experiment("a.c:1", 0.5, 100 * ms).visits("p", 14);
+  return b;
+}
+
+TEST(Intervals, DispersionIsPearsonOverAllCells) {
+  Analysis a = analyze(two_by_two().get());
+  ASSERT_EQ(a.points.size(), 1u);
+  const double phi = (2.0 / 11 + 2.0 / 13) / 2;
+  EXPECT_NEAR(a.points[0].dispersion, phi, 1e-12);
+  EXPECT_EQ(a.points[0].dispersion_dof, 2);
+  EXPECT_EQ(a.points[0].baseline_visits, 22u);
+  EXPECT_EQ(a.points[0].baseline_experiments, 2u);
+}
+
+TEST(Intervals, ProgramSpeedupIntervalByTheDeltaMethod) {
+  Analysis a = analyze(two_by_two().get());
+  const LineEffect& e = a.effects.at(0);
+  const double phi = (2.0 / 11 + 2.0 / 13) / 2;
+  const double r = 22.0 / 26.0;  // P(.5)/P(0) with equal durations
+  const double se = r * std::sqrt(phi * (1.0 / 26 + 1.0 / 22));
+  const SpeedupEstimate* p = at(e, 0.5);
+  EXPECT_NEAR(p->program_speedup, 1 - r, 1e-12);
+  EXPECT_NEAR(p->se, se, 1e-12);
+  EXPECT_NEAR(p->low, 1 - r - z95 * se, 1e-12);
+  EXPECT_NEAR(p->high, 1 - r + z95 * se, 1e-12);
+  // One measured point: impact = delta/2, slope = delta/s; both carry the
+  // point's variance (baseline included) scaled by their coefficient.
+  EXPECT_NEAR(e.impact, (1 - r) / 2, 1e-12);
+  EXPECT_NEAR(e.impact_se, se / 2, 1e-12);
+  EXPECT_NEAR(e.slope, (1 - r) / 0.5, 1e-12);
+  EXPECT_NEAR(e.slope_se, se / 0.5, 1e-12);
+}
+
+TEST(Intervals, SharedBaselineIsCountedOnceInTheImpact) {
+  // Two measured points share one baseline: Var = phi (sum a^2 r^2 / X + (sum a r)^2 / X0),
+  // larger than treating the points as independent (which would split the baseline term).
+  ProfileBuilder b = two_by_two();
+  b.experiment("a.c:1", 1.0, 100 * ms).visits("p", 15);
+  b.experiment("a.c:1", 1.0, 100 * ms).visits("p", 17);
+  Analysis a = analyze(b.get());
+  const LineEffect& e = a.effects.at(0);
+  const double phi = a.points[0].dispersion;
+  const double r1 = 22.0 / 26, r2 = 22.0 / 32;
+  const double a1 = 0.5, a2 = 0.25;  // trapezoid: (1 - 0)/2, (1 - .5)/2
+  EXPECT_NEAR(e.impact, a1 * (1 - r1) + a2 * (1 - r2), 1e-12);
+  const double var = phi * (a1 * a1 * r1 * r1 / 26 + a2 * a2 * r2 * r2 / 32 +
+                            (a1 * r1 + a2 * r2) * (a1 * r1 + a2 * r2) / 22);
+  EXPECT_NEAR(e.impact_se, std::sqrt(var), 1e-12);
+  // Slope: weights X s: (26 * .5 * d1 + 32 * 1 * d2) / (26 * .25 + 32).
+  EXPECT_NEAR(e.slope, (13 * (1 - r1) + 32 * (1 - r2)) / 38.5, 1e-12);
+  // Phi from three cells now: + (1 + 1)/16 for the 1.0 cell (m = 16).
+  EXPECT_NEAR(phi, (2.0 / 11 + 2.0 / 13 + 2.0 / 16) / 3, 1e-12);
+}
+
+TEST(Intervals, NoDispersionWithoutARepeatedCell) {
+  ProfileBuilder b;
+  b.experiment("a.c:1", 0.0, 100 * ms).visits("p", 10);
+  b.experiment("a.c:1", 0.5, 100 * ms).visits("p", 12);
+  Analysis a = analyze(b.get());
+  EXPECT_TRUE(std::isnan(a.points.at(0).dispersion));
+  const LineEffect& e = a.effects.at(0);
+  EXPECT_EQ(e.label, Label::InsufficientData);
+  EXPECT_TRUE(std::isnan(e.impact_se));
+  EXPECT_FALSE(e.experiments_needed.has_value());
+  EXPECT_NEAR(e.impact, (1 - 10.0 / 12) / 2, 1e-12) << "the estimate exists without an interval";
+}
+
+TEST(Intervals, LatencyDispersionUsesArrivals) {
+  // y = d L, x = arrivals: cell a0 (100ms*2, 10), (100ms*3, 10): R = 25 ms;
+  // terms (200 - 250)^2 / (25^2 * 10) (ms units) twice = 0.4 each -> phi = 0.8 / 1.
+  ProfileBuilder b;
+  b.experiment("a.c:1", 0.0, 100 * ms).latency("p", 10, 0, 2.0);
+  b.experiment("a.c:1", 0.0, 100 * ms).latency("p", 10, 0, 3.0);
+  b.experiment("a.c:1", 0.5, 100 * ms).latency("p", 10, 0, 2.0);
+  Analysis a = analyze(b.get());
+  EXPECT_NEAR(a.points.at(0).dispersion, 0.8, 1e-12);
+  const LineEffect& e = a.effects.at(0);
+  const double r = 20.0 / 25.0;
+  EXPECT_NEAR(at(e, 0.5)->program_speedup, 1 - r, 1e-12);
+  EXPECT_NEAR(at(e, 0.5)->se, r * std::sqrt(0.8 * (1.0 / 10 + 1.0 / 20)), 1e-12);
+}
+
+TEST(Intervals, LabelsAndExperimentsNeeded) {
+  // Clearly positive: +50% at 50%, noisy (phi about 6); und.c: +3% from one
+  // experiment, its impact's half-width about 10% -> undecided.
+  ProfileBuilder b;
+  for (uint64_t v : {900, 1100, 950, 1050}) b.experiment("pos.c:1", 0.0, 100 * ms).visits("p", v);
+  for (uint64_t v : {1900, 2100, 1950, 2050}) b.experiment("pos.c:1", 0.5, 100 * ms).visits("p", v);
+  b.experiment("und.c:1", 0.5, 100 * ms).visits("p", 1030);
+  Analysis a = analyze(b.get());
+  const LineEffect* pos = find(a, "pos.c:1");
+  EXPECT_EQ(pos->label, Label::Positive);
+  EXPECT_EQ(pos->experiments_needed, 0u);
+  const LineEffect* und = find(a, "und.c:1");
+  ASSERT_EQ(und->label, Label::Undecided) << und->impact << " +- " << z95 * und->impact_se;
+  double half = z95 * und->impact_se;
+  double qe = half / std::abs(und->impact), qh = half / settle_half_width;
+  double f = std::min(qe * qe, qh * qh);
+  EXPECT_EQ(und->experiments_needed, static_cast<uint64_t>(std::ceil(1 * (f - 1))));
+  EXPECT_GE(*und->experiments_needed, 1u);
+}
+
+TEST(Intervals, NoEffectNeedsANarrowIntervalAroundZero) {
+  ProfileBuilder b;
+  for (int i = 0; i < 20; ++i) {
+    b.experiment("flat.c:1", 0.0, 100 * ms).visits("p", 10000 + (i % 2) * 50);
+    b.experiment("flat.c:1", 0.5, 100 * ms).visits("p", 10000 + (i % 2) * 50);
+  }
+  b.experiment("neg.c:1", 0.5, 100 * ms).visits("p", 5000);
+  Analysis a = analyze(b.get());
+  EXPECT_EQ(find(a, "flat.c:1")->label, Label::NoEffect);
+  EXPECT_LE(find(a, "flat.c:1")->impact_low, 0.0);
+  EXPECT_GE(find(a, "flat.c:1")->impact_high, 0.0);
+  EXPECT_EQ(find(a, "neg.c:1")->label, Label::Negative);
+}
+
+// Simulated profiles with a known effect: the 95% intervals must cover the
+// truth about 95% of the time, for the curve points and for the slope.
+TEST(Intervals, CoverageOnSimulatedProfiles) {
+  std::mt19937_64 rng(20240611);
+  const double true_slope = 0.4;  // program speedup = 0.4 * s
+  const int reps = 400;
+  int point_hits = 0, slope_hits = 0, points = 0;
+  for (int rep = 0; rep < reps; ++rep) {
+    ProfileBuilder b;
+    std::uniform_int_distribution<uint64_t> length(30, 70);
+    for (int i = 0; i < 60; ++i) {
+      double s = 0.25 * (i % 5);
+      uint64_t d = length(rng) * ms;
+      double period = 1.0 * ms * (1 - true_slope * s);
+      std::poisson_distribution<uint64_t> visits(static_cast<double>(d) / period);
+      b.experiment(i % 2 ? "a.c:1" : "b.c:1", s, d).visits("p", visits(rng));
+    }
+    Analysis a = analyze(b.get());
+    for (const LineEffect& e : a.effects) {
+      for (const SpeedupEstimate& p : e.curve) {
+        if (p.line_speedup == 0.0) continue;
+        ++points;
+        point_hits += p.low <= true_slope * p.line_speedup && true_slope * p.line_speedup <= p.high;
+      }
+      slope_hits += e.slope_low <= true_slope && true_slope <= e.slope_high;
+    }
+  }
+  double point_coverage = static_cast<double>(point_hits) / points;
+  double slope_coverage = static_cast<double>(slope_hits) / (2 * reps);
+  EXPECT_GT(point_coverage, 0.92) << point_coverage;
+  EXPECT_LT(point_coverage, 0.98) << point_coverage;
+  EXPECT_GT(slope_coverage, 0.92) << slope_coverage;
+  EXPECT_LT(slope_coverage, 0.98) << slope_coverage;
+}
+
+TEST(Intervals, PooledBaselineIsTighterThanTheLinesOwn) {
+  ProfileBuilder b;
+  for (int line = 0; line < 10; ++line) {
+    std::string name = "l" + std::to_string(line) + ".c:1";
+    b.experiment(name, 0.0, 100 * ms).visits("p", 100 + line);
+    b.experiment(name, 0.0, 100 * ms).visits("p", 104 - line);
+    b.experiment(name, 0.5, 100 * ms).visits("p", 120);
+  }
+  AnalysisOptions own;
+  own.baseline = Baseline::Line;
+  double pooled = find(analyze(b.get()), "l3.c:1")->impact_se;
+  double line = find(analyze(b.get(), own), "l3.c:1")->impact_se;
+  EXPECT_LT(pooled, line);
+}
+
+// --- the conventional profile ---
+
+TEST(Conventional, LinesFunctionsStacksBlocked) {
+  Profile p;
+  p.samples = {{"a.c:1", 30}, {"a.c:2", 10}, {"b.c:1", 40}, {"c.c:1", 20}};
+  p.functions = {{"a.c:1", "f"}, {"a.c:2", "f"}, {"b.c:1", "g"}};
+  p.stacks = {{"m.c:1;a.c:1", 3}, {"m.c:1;b.c:1", 5}, {"m.c:1", 3}};
+  p.blocked[{"a.c:1", "mutex"}] = {100, 2};
+  p.blocked[{"b.c:1", "cond"}] = {300, 1};
+  ConventionalProfile c = conventional_profile(p);
+  ASSERT_EQ(c.lines.size(), 4u);
+  EXPECT_EQ(c.lines[0].location, "b.c:1");
+  EXPECT_EQ(c.lines[0].function, "g");
+  EXPECT_DOUBLE_EQ(c.lines[0].share, 0.4);
+  EXPECT_EQ(c.lines[3].location, "a.c:2");
+  ASSERT_EQ(c.functions.size(), 2u) << "c.c:1 has no function";
+  EXPECT_EQ(c.functions[0].function, "f");
+  EXPECT_EQ(c.functions[0].samples, 40u);
+  EXPECT_EQ(c.functions[0].lines, 2u);
+  EXPECT_EQ(c.functions[1].function, "g");
+  ASSERT_EQ(c.stacks.size(), 3u);
+  EXPECT_EQ(c.stacks[0].frames, "m.c:1;b.c:1");
+  EXPECT_EQ(c.stacks[1].frames, "m.c:1") << "ties by frames ascending";
+  EXPECT_NEAR(c.stacks[0].share, 5.0 / 11, 1e-12);
+  ASSERT_EQ(c.blocked.size(), 2u);
+  EXPECT_EQ(c.blocked[0].site, "b.c:1");
+  EXPECT_EQ(c.blocked[1].time_ns, 100u);
+}
+
+TEST(Conventional, EffectsCarryTheirFunction) {
+  ProfileBuilder b;
+  b.experiment("a.c:1", 0.0, 100 * ms).visits("p", 10);
+  Profile p = b.get();
+  p.functions["a.c:1"] = "work()";
+  EXPECT_EQ(analyze(p).effects.at(0).function, "work()");
+}
+
+// --- compare ---
+
+TEST(Compare, ProgramAndLineChangesWithIntervals) {
+  ProfileBuilder before = two_by_two();
+  before.experiment("gone.c:1", 0.5, 100 * ms).visits("p", 11);
+  ProfileBuilder after;
+  after.experiment("a.c:1", 0.0, 100 * ms).visits("p", 20);
+  after.experiment("a.c:1", 0.0, 100 * ms).visits("p", 24);
+  after.experiment("a.c:1", 0.5, 100 * ms).visits("p", 22);
+  after.experiment("a.c:1", 0.5, 100 * ms).visits("p", 24);
+  Analysis a = analyze(before.get());
+  Analysis b = analyze(after.get());
+  Comparison c = compare(a, b);
+  ASSERT_EQ(c.points.size(), 1u);
+  const ComparedPoint& p = c.points[0];
+  const double r = (200.0 / 44) / (200.0 / 22);  // periods after/before
+  EXPECT_NEAR(p.speedup, 1 - r, 1e-12) << "twice the rate: 50% faster";
+  EXPECT_NEAR(p.se, r * std::sqrt(a.points[0].dispersion / 22 + b.points[0].dispersion / 44), 1e-12);
+  ASSERT_EQ(c.lines.size(), 2u);
+  const ComparedLine& line = c.lines[0];
+  EXPECT_EQ(line.line, "a.c:1") << "comparable lines first";
+  const LineEffect& ea = a.effects.at(0);
+  const LineEffect* eb = &b.effects.at(0);
+  EXPECT_NEAR(line.change, eb->impact - ea.impact, 1e-12);
+  EXPECT_NEAR(line.change_se, std::hypot(ea.impact_se, eb->impact_se), 1e-12);
+  EXPECT_EQ(c.lines[1].line, "gone.c:1");
+  EXPECT_EQ(c.lines[1].verdict, Verdict::OnlyBefore);
+  EXPECT_TRUE(std::isnan(c.lines[1].change));
 }
 
 // --- golden vectors (shared with the viewer's tests) ---
@@ -394,6 +651,8 @@ void expect_subset(const Json& expected, const Json& actual, const std::string& 
     auto* as = std::get_if<std::string>(&actual.v);
     ASSERT_NE(as, nullptr) << path << ": not a string";
     EXPECT_EQ(*as, *s) << path;
+  } else if (std::holds_alternative<std::nullptr_t>(expected.v)) {
+    EXPECT_TRUE(std::holds_alternative<std::nullptr_t>(actual.v)) << path << ": expected null";
   } else if (auto* b = std::get_if<bool>(&expected.v)) {
     auto* ab = std::get_if<bool>(&actual.v);
     ASSERT_NE(ab, nullptr) << path << ": not a bool";
@@ -408,22 +667,41 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-class Vector : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(Vector, MatchesExpectedAnalysis) {
-  const std::string dir = std::string(COZ_VECTORS_DIR) + "/" + GetParam();
-  Profile profile;
-  ASSERT_TRUE(read_profile_file(dir + "/profile.coz", profile));
+// Runs one vector: reads expected.json's "inputs" (in order, named as listed,
+// so warnings say "profile.coz:12") and compares by test/vectors/README.md.
+void check_vector(const std::string& name) {
+  const std::string dir = std::string(COZ_VECTORS_DIR) + "/" + name;
   Json expected = JsonParser(slurp(dir + "/expected.json")).parse();
-  Json actual = JsonParser(to_json(analyze(profile))).parse();
   auto& m = std::get<std::map<std::string, Json>>(expected.v);
+  Profile profile;
+  for (const Json& input : std::get<std::vector<Json>>(m.at("inputs").v)) {
+    const std::string& file = std::get<std::string>(input.v);
+    std::ifstream in(dir + "/" + file, std::ios::binary);
+    ASSERT_TRUE(in) << dir << "/" << file;
+    Profile one;
+    read_profile(in, file, one);
+    merge_profile(profile, std::move(one));
+  }
+  Json actual = JsonParser(to_json(analyze(profile))).parse();
   double tolerance = std::get<double>(m.at("tolerance").v);
   m.erase("tolerance");
   m.erase("comment");
-  expect_subset(expected, actual, GetParam(), tolerance);
+  m.erase("inputs");
+  expect_subset(expected, actual, name, tolerance);
 }
 
-INSTANTIATE_TEST_SUITE_P(TestVectors, Vector, ::testing::Values("basic"));
+class Vector : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Vector, MatchesExpectedAnalysis) { check_vector(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(TestVectors, Vector,
+                         ::testing::Values("basic", "latency", "coz-tab", "coz-json", "merged", "undecided",
+                                           "corrupt", "conventional"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 TEST(Vector, BasicWarnsAboutTheSkippedExperimentOnly) {
   Profile profile;
@@ -431,6 +709,8 @@ TEST(Vector, BasicWarnsAboutTheSkippedExperimentOnly) {
   ASSERT_EQ(profile.warnings.size(), 2u);
   EXPECT_NE(profile.warnings[0].find("basic/profile.coz:32: "), std::string::npos) << profile.warnings[0];
   EXPECT_NE(profile.warnings[1].find("basic/profile.coz:33: "), std::string::npos) << profile.warnings[1];
+  EXPECT_EQ(profile.warning_places[1].line, 33u);
+  EXPECT_EQ(profile.warning_places[1].message, "point record after a skipped experiment, skipped");
 }
 
 TEST(AnalysisJson, WritesNullForNonFiniteAndEscapesNames) {

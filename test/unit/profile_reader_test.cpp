@@ -257,6 +257,52 @@ TEST(ProfileReader, WarningsAreCappedButCounted) {
   EXPECT_EQ(p.warnings_dropped, 1500u - Profile::max_warnings);
 }
 
+TEST(ProfileReader, ConventionalProfileRecords) {
+  Profile p = read(
+      "samples\tlocation=a.c:1\tcount=3\tfunction=f(int)\n"
+      "samples\tlocation=a.c:1\tcount=2\n"
+      "stack\tframes=m.c:1;a.c:1\tcount=4\n"
+      "{\"type\":\"stack\",\"frames\":\"m.c:1;a.c:1\",\"count\":1}\n"
+      "blocked\tsite=a.c:1\tkind=mutex\ttime=100\tcount=2\n"
+      "blocked\tsite=a.c:1\tkind=mutex\ttime=50\tcount=1\n"
+      "blocked\tsite=?\tkind=futex\ttime=7\tcount=1\n"
+      "blocked\tsite=a.c:1\tkind=mutex\ttime=-5\tcount=1\n"
+      "stack\tcount=1\n");
+  EXPECT_EQ(p.samples.at("a.c:1"), 5u);
+  EXPECT_EQ(p.functions.at("a.c:1"), "f(int)") << "a later record without function= keeps the name";
+  EXPECT_EQ(p.stacks.at("m.c:1;a.c:1"), 5u);
+  EXPECT_EQ(p.blocked.at({"a.c:1", "mutex"}).time_ns, 150u);
+  EXPECT_EQ(p.blocked.at({"a.c:1", "mutex"}).count, 3u);
+  EXPECT_EQ(p.blocked.at({"?", "futex"}).time_ns, 7u);
+  ASSERT_EQ(p.warnings.size(), 2u);
+  EXPECT_EQ(p.warning_places[0].line, 8u);
+  EXPECT_EQ(p.warning_places[1].line, 9u);
+  EXPECT_EQ(p.warning_places[1].file, "p.coz");
+}
+
+TEST(ProfileReader, MergeAddsRuns) {
+  Profile a = read("experiment\tselected=a.c:1\tspeedup=0\tduration=5\tselected-samples=0\n"
+                   "samples\tlocation=a.c:1\tcount=2\n"
+                   "stack\tframes=a.c:1\tcount=1\n"
+                   "blocked\tsite=a.c:1\tkind=sleep\ttime=10\tcount=1\n"
+                   "runtime\ttime=100\nexperiment\tselected=x.c:1\n");
+  Profile b = read("experiment\tselected=b.c:1\tspeedup=0\tduration=5\tselected-samples=0\n"
+                   "samples\tlocation=a.c:1\tcount=3\tfunction=g\n"
+                   "stack\tframes=a.c:1\tcount=2\n"
+                   "blocked\tsite=a.c:1\tkind=sleep\ttime=5\tcount=2\n"
+                   "runtime\ttime=50\n");
+  merge_profile(a, std::move(b));
+  ASSERT_EQ(a.experiments.size(), 2u);
+  EXPECT_EQ(a.experiments[1].selected, "b.c:1") << "the bad experiment of the first file is skipped";
+  EXPECT_EQ(a.samples.at("a.c:1"), 5u);
+  EXPECT_EQ(a.functions.at("a.c:1"), "g");
+  EXPECT_EQ(a.stacks.at("a.c:1"), 3u);
+  EXPECT_EQ(a.blocked.at({"a.c:1", "sleep"}).time_ns, 15u);
+  EXPECT_EQ(a.runtime_ns, 150u);
+  EXPECT_EQ(a.warnings.size(), 1u);
+  EXPECT_EQ(a.warning_places.size(), 1u);
+}
+
 TEST(ProfileReader, MissingFile) {
   Profile p;
   EXPECT_FALSE(read_profile_file("/nonexistent/dir/profile.coz", p));

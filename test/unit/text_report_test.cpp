@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "analysis.h"
+#include "compare.h"
 #include "text_report.h"
 
 namespace coz::analysis {
@@ -46,14 +48,24 @@ LineEffect effect(const std::string& line, const std::string& point, double impa
     if (s > 0) e.measured = true;
   }
   e.experiments = e.curve.size();
+  e.impact_se = 0.01;  // +-2.0% at 95%
+  e.label = !e.measured ? Label::Unmeasured : impact > 0.03 ? Label::Positive : Label::NoEffect;
+  e.experiments_needed = 0;
   return e;
+}
+
+PointSummary point(const std::string& name, PointKind kind = PointKind::Throughput) {
+  PointSummary p;
+  p.name = name;
+  p.kind = kind;
+  return p;
 }
 
 Analysis sample() {
   Analysis a;
   a.experiments = 12;
   a.total_samples = 200;
-  a.points = {"request", "txn"};
+  a.points = {point("request"), point("txn", PointKind::Latency)};
   LineEffect deep = effect("/home/someone/work/a/very/deep/source/tree/with/many/levels/server_handler.cpp:1234",
                            "request", 0.123, {{0, 0}, {0.25, 0.05}, {0.5, 0.2}, {0.95, 0.3}});
   deep.samples = 50;
@@ -62,9 +74,11 @@ Analysis sample() {
   LineEffect txn = effect("src/db.cpp:7", "txn", 0.08, {{0, 0}, {0.30, 0.1}});
   txn.kind = PointKind::Latency;
   a.effects.push_back(txn);
-  LineEffect global = effect("src/g.cpp:3", "request", 0.01, {{0.75, 0.02}});
-  global.global_baseline = true;
-  a.effects.push_back(global);
+  LineEffect undecided = effect("src/g.cpp:3", "request", 0.01, {{0.75, 0.02}});
+  undecided.label = Label::Undecided;
+  undecided.impact_se = 0.05;
+  undecided.experiments_needed = 1234;
+  a.effects.push_back(undecided);
   a.effects.push_back(effect("src/cold.cpp:9", "request", 0.0, {{0, 0}}));
   return a;
 }
@@ -81,7 +95,7 @@ TEST(TextReport, LongPathsLoseTheirLeftEnd) {
   EXPECT_NE(text.find("…"), std::string::npos);
   EXPECT_NE(text.find("server_handler.cpp:1234"), std::string::npos) << text;
   EXPECT_EQ(text.find("/home/someone"), std::string::npos) << text;
-  std::string narrow = render(sample(), {20, false, 60});
+  std::string narrow = render(sample(), {20, false, 70});
   EXPECT_NE(narrow.find("server_handler.cpp:1234"), std::string::npos) << narrow;
 }
 
@@ -93,11 +107,10 @@ TEST(TextReport, RowShowsImpactEffectsShareAndExperiments) {
   }
   ASSERT_FALSE(row.empty()) << text;
   EXPECT_EQ(row.rfind("  1  ", 0), 0u) << row;
-  EXPECT_NE(row.find("+12.3%"), std::string::npos) << row;
+  EXPECT_NE(row.find("+12.3% ±2.0"), std::string::npos) << row;
   // @25% -> 0.25, @50% -> 0.5, @100% -> nearest within 0.05 is 0.95.
-  EXPECT_NE(row.find("+12.3%    +5.0%  +20.0%  +30.0%"), std::string::npos) << row;
-  EXPECT_NE(row.find("25.0%"), std::string::npos) << row;
-  EXPECT_EQ(row.back(), '4') << row;
+  EXPECT_NE(row.find("+12.3% ±2.0   +5.0% +20.0% +30.0%   25.0%     4"), std::string::npos) << row;
+  EXPECT_EQ(row.back(), '4') << "a positive line has no note: " << row;
 }
 
 TEST(TextReport, UnmeasuredEffectsShowDashes) {
@@ -108,11 +121,27 @@ TEST(TextReport, UnmeasuredEffectsShowDashes) {
     if (l.find("src/cold.cpp:9") != std::string::npos) cold = l;
   }
   // 0.30 is within one 5% step of 0.25 (shown under @25%), not of 0.5 or 1.
-  EXPECT_NE(db.find("+8.0%   +10.0%       -       -"), std::string::npos) << db;
-  EXPECT_NE(cold.find("   -        -       -       -"), std::string::npos) << cold;
+  EXPECT_NE(db.find("+8.0% ±2.0  +10.0%      -      -"), std::string::npos) << db;
+  EXPECT_NE(cold.find("   -       -      -      -"), std::string::npos) << cold;
+  EXPECT_NE(cold.find("unmeasured"), std::string::npos) << cold;
 }
 
-TEST(TextReport, OneSectionPerPointAndGlobalBaselineFootnote) {
+TEST(TextReport, NoEffectAndUndecidedSaySo) {
+  Analysis a = sample();
+  a.effects.push_back(effect("src/flat.cpp:2", "request", 0.001, {{0.5, 0.002}}));
+  std::string text = render(a);
+  std::string flat, undecided;
+  for (const std::string& l : lines_of(text)) {
+    if (l.find("src/flat.cpp:2") != std::string::npos) flat = l;
+    if (l.find("src/g.cpp:3") != std::string::npos) undecided = l;
+  }
+  EXPECT_NE(flat.find("no effect"), std::string::npos) << flat;
+  EXPECT_NE(undecided.find("? +1.2k exps"), std::string::npos) << undecided;
+  EXPECT_NE(undecided.find("+1.0% ±9.8"), std::string::npos) << undecided;
+  EXPECT_NE(text.find("no measurable effect"), std::string::npos) << "the legend explains the notes";
+}
+
+TEST(TextReport, OneSectionPerPoint) {
   std::string text = render(sample());
   size_t request = text.find("Throughput point \"request\"");
   size_t txn = text.find("Latency point \"txn\"");
@@ -120,8 +149,6 @@ TEST(TextReport, OneSectionPerPointAndGlobalBaselineFootnote) {
   ASSERT_NE(txn, std::string::npos) << text;
   EXPECT_LT(request, txn) << "sections follow the best-ranked line of each point";
   EXPECT_LT(text.find("src/cold.cpp:9"), txn) << "lines stay in their point's section";
-  EXPECT_NE(text.find("+1.0%*"), std::string::npos) << text;
-  EXPECT_NE(text.find("* baseline from all lines' 0% experiments"), std::string::npos);
   EXPECT_NE(text.find("12 experiments, 2 progress points, 200 samples"), std::string::npos) << text;
 }
 
@@ -133,10 +160,14 @@ TEST(TextReport, TopLimitsEachSection) {
 }
 
 TEST(TextReport, NarrowTerminalsDropColumnsNotTheLine) {
-  std::string text = render(sample(), {20, false, 60});
+  std::string text = render(sample(), {20, false, 80});
   EXPECT_EQ(text.find("@25%"), std::string::npos) << text;
   EXPECT_NE(text.find("@50%"), std::string::npos) << text;
-  for (const std::string& l : lines_of(text)) EXPECT_LE(columns(l), 60u) << l;
+  for (const std::string& l : lines_of(text)) EXPECT_LE(columns(l), 80u) << l;
+  text = render(sample(), {20, false, 40});
+  EXPECT_EQ(text.find("@50%"), std::string::npos) << text;
+  EXPECT_NE(text.find("samples"), std::string::npos) << text;
+  for (const std::string& l : lines_of(text)) EXPECT_LE(columns(l), 70u) << "the table's minimum: " << l;
 }
 
 TEST(TextReport, ColourOnlyWhenAsked) {
@@ -165,7 +196,7 @@ TEST(TextReport, HintWhenNoPointWasRecorded) {
 TEST(TextReport, ControlCharactersInNamesAreNotSentToTheTerminal) {
   Analysis a;
   a.experiments = 1;
-  a.points = {"p"};
+  a.points = {point("p")};
   a.effects.push_back(effect("evil\x1b[2J.c:1", "p", 0.1, {{0, 0}, {0.5, 0.1}}));
   std::string text = render(a);
   EXPECT_EQ(text.find('\x1b'), std::string::npos);
@@ -175,6 +206,47 @@ TEST(TextReport, ControlCharactersInNamesAreNotSentToTheTerminal) {
   text = render(a);
   EXPECT_NE(text.find("bad??utf8?.c:1 \xc3\xa9"), std::string::npos) << text;
   for (const std::string& l : lines_of(text)) EXPECT_LE(columns(l), 100u) << l;
+}
+
+TEST(TextReport, UndefinedIntervalShowsAQuestionMark) {
+  Analysis a = sample();
+  a.effects[0].impact_se = std::nan("");
+  a.effects[0].label = Label::InsufficientData;
+  a.effects[0].experiments_needed.reset();
+  std::string text = render(a);
+  EXPECT_NE(text.find("+12.3%  ±?"), std::string::npos) << text;
+  EXPECT_NE(text.find("too few exps"), std::string::npos) << text;
+}
+
+TEST(CompareReport, ProgramLineAndTable) {
+  Comparison c;
+  ComparedPoint p;
+  p.name = "ops";
+  p.before_ns = 10e6;
+  p.after_ns = 8e6;
+  p.speedup = 0.2;
+  p.se = 0.01;
+  p.low = 0.2 - z95 * 0.01;
+  p.high = 0.2 + z95 * 0.01;
+  c.points.push_back(p);
+  ComparedLine l;
+  l.line = "src/a.cpp:10";
+  l.point = "ops";
+  l.before = EffectSide{0.3, 0.02, 0.26, 0.34, 0.6, Label::Positive, 40};
+  l.after = EffectSide{0.1, 0.02, 0.06, 0.14, 0.2, Label::Positive, 40};
+  l.change = -0.2;
+  l.change_se = 0.0283;
+  l.verdict = Verdict::Less;
+  c.lines.push_back(l);
+  std::ostringstream out;
+  write_compare_report(out, c, {"before.coz", "after.coz", 100, 120}, {});
+  std::string text = out.str();
+  EXPECT_NE(text.find("Before: before.coz (100 experiments)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Throughput point \"ops\": after is faster by +20.0% ±2.0; period 10 ms -> 8 ms"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("+30.0% ±3.9     +10.0% ±3.9     -20.0% ±5.5         less"), std::string::npos) << text;
+  for (const std::string& line : lines_of(text)) EXPECT_LE(columns(line), 100u) << line;
 }
 
 }  // namespace

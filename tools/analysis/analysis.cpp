@@ -1,40 +1,13 @@
-// The causal analysis: from experiments to "program speedup vs line speedup".
-// The viewer mirrors these formulas; test/vectors/ holds the shared fixtures.
-//
-// Pooling. Experiments are grouped by (selected line, progress point, point
-// kind, line speedup s rounded to the runtime's 5% step). Only experiments
-// that carry a record for the point take part: a process that never
-// registered the point says nothing about it. A record with delta 0 does take
-// part (its duration counts), so a point that was not reached lowers the
-// estimated rate instead of vanishing.
-//
-// Throughput point, per pool:   P(s) = sum(duration) / sum(delta)
-//   (ns per visit; no estimate when sum(delta) = 0).
-// Latency point, per experiment i with duration d_i > 0:
-//   arrival rate  lambda_i = arrivals_i / d_i
-//   mean in flight L_i = mean-in-flight when recorded, else Coz's `difference`
-// and per pool, duration-weighted means of both, then Little's law:
-//   L = sum(d_i L_i) / sum(d_i),  lambda = sum(d_i lambda_i) / sum(d_i)
-//   W(s) = L / lambda = sum(d_i L_i) / sum(arrivals_i)
-//   (ns per transaction; no estimate when no transaction arrived).
-//
-// Program speedup at s:  (P(0) - P(s)) / P(0)   (W for latency points), so a
-// positive value always means "the program got better". P(0) is the line's own
-// 0% pool (phase-matched, as Coz does); when the line has no usable 0% pool,
-// all 0% experiments of the profile for that point are pooled instead and the
-// effect is marked global_baseline. Without any baseline there is no curve.
-//
-// Impact: the mean program speedup over the measured range, i.e. the area
-// under the curve from s = 0 (program speedup 0) to the largest measured s,
-// by the trapezoid rule, divided by that s. It ranks lines; lines with no
-// measurement at s > 0 are listed after all others with impact 0.
+// The causal analysis: from experiments to "program speedup vs line speedup"
+// with confidence intervals. docs/analysis.md is the specification (sections
+// 2-8 there map onto the steps below) and the viewer mirrors it; every sum runs
+// in profile order so both sides add the same doubles in the same order.
 #include "analysis.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
-#include <optional>
 #include <set>
 #include <tuple>
 
@@ -44,113 +17,259 @@ const char* to_string(PointKind kind) {
   return kind == PointKind::Throughput ? "throughput" : "latency";
 }
 
+const char* to_string(BaselineSource source) {
+  switch (source) {
+    case BaselineSource::Pooled: return "pooled";
+    case BaselineSource::Line: return "line";
+    case BaselineSource::None: break;
+  }
+  return "none";
+}
+
+const char* to_string(Label label) {
+  switch (label) {
+    case Label::InsufficientData: return "insufficient-data";
+    case Label::Positive: return "positive";
+    case Label::Negative: return "negative";
+    case Label::NoEffect: return "no-effect";
+    case Label::Undecided: return "undecided";
+    case Label::Unmeasured: break;
+  }
+  return "unmeasured";
+}
+
 namespace {
 
-// The runtime picks speedups in 5% steps; rounding pools values written
-// with a little noise (0.349, 0.35) and Coz's two-decimal output alike.
-constexpr int buckets_per_unit = 20;  // 1 / 0.05
+constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
 int speedup_bucket(double speedup) {
-  return static_cast<int>(std::lround(speedup * buckets_per_unit));
+  return static_cast<int>(std::lround(speedup * speedup_steps_per_unit));
 }
 
-double bucket_speedup(int bucket) { return static_cast<double>(bucket) / buckets_per_unit; }
+double bucket_speedup(int bucket) { return static_cast<double>(bucket) / speedup_steps_per_unit; }
 
-struct Pool {
-  uint64_t experiments = 0;
-  uint64_t duration_ns = 0;
-  uint64_t visits = 0;
-  // Latency sums over experiments with a non-zero duration only (their
-  // arrival rate is defined).
-  double weighted_in_flight = 0.0;  // sum(d_i * L_i)
-  uint64_t timed_arrivals = 0;      // sum(arrivals_i)
-  std::vector<Observation> observations;
-
-  void add(const Observation& o) {
-    ++experiments;
-    duration_ns += o.duration_ns;
-    visits += o.visits;
-    if (o.duration_ns > 0) {
-      weighted_in_flight += static_cast<double>(o.duration_ns) * o.in_flight;
-      timed_arrivals += o.visits;
-    }
-    observations.push_back(o);
-  }
-
-  /// P(s) or W(s) in ns, when the pool supports an estimate.
-  std::optional<double> value(PointKind kind) const {
-    if (kind == PointKind::Throughput) {
-      if (visits == 0) return std::nullopt;
-      return static_cast<double>(duration_ns) / static_cast<double>(visits);
-    }
-    if (timed_arrivals == 0) return std::nullopt;
-    return weighted_in_flight / static_cast<double>(timed_arrivals);
-  }
+// One experiment's record for one point (docs/analysis.md section 2).
+struct Observation {
+  const std::string* line;
+  int bucket;
+  uint64_t x;  // visits (throughput) or arrivals (latency)
+  double y;    // duration (throughput) or duration * in-flight (latency)
+  uint64_t duration_ns;
 };
 
-using EffectKey = std::tuple<std::string, std::string, PointKind>;  // line, point, kind
-using PointKey = std::pair<std::string, PointKind>;
+// Sums over the observations of one cell (line, bucket) or of a baseline pool.
+struct Cell {
+  uint64_t n = 0;
+  uint64_t x = 0;
+  double y = 0.0;
+  uint64_t duration_ns = 0;
 
-double trapezoid_mean(const std::vector<SpeedupEstimate>& curve) {
-  double area = 0.0;
-  double prev_s = 0.0;
-  double prev_y = 0.0;  // program speedup is 0 at line speedup 0 by definition
-  for (const SpeedupEstimate& p : curve) {
-    if (p.line_speedup <= 0.0) continue;
-    area += (p.line_speedup - prev_s) * (prev_y + p.program_speedup) / 2.0;
-    prev_s = p.line_speedup;
-    prev_y = p.program_speedup;
+  void add(const Observation& o) {
+    ++n;
+    x += o.x;
+    y += o.y;
+    duration_ns += o.duration_ns;
   }
-  return prev_s > 0.0 ? area / prev_s : 0.0;
+  bool has_ratio() const { return x > 0; }
+  double ratio() const { return y / static_cast<double>(x); }
+  bool usable_baseline() const { return has_ratio() && ratio() > 0.0; }
+};
+
+using PointKey = std::pair<std::string, PointKind>;
+using CellKey = std::pair<std::string, int>;  // line, bucket
+
+struct PointData {
+  std::vector<Observation> observations;  // profile order
+  std::map<CellKey, Cell> cells;
+  Cell baseline;  // every bucket-0 observation
+  double dispersion = nan;
+  int64_t dof = 0;
+};
+
+// Pearson's statistic over all cells of a point (docs/analysis.md section 3).
+void estimate_dispersion(PointKind kind, PointData& d) {
+  double sum = 0.0;
+  int64_t terms = 0;
+  std::set<CellKey> cells_with_terms;
+  for (const Observation& o : d.observations) {
+    CellKey key{*o.line, o.bucket};
+    const Cell& c = d.cells.at(key);
+    if (!c.has_ratio()) continue;
+    double r = c.ratio();
+    if (!(r > 0.0)) continue;
+    double x = static_cast<double>(o.x);
+    double t = 0.0;
+    if (kind == PointKind::Throughput) {
+      double m = o.y / r;
+      if (!(m > 0.0)) continue;
+      t = (x - m) * (x - m) / m;
+    } else {
+      if (o.x == 0) continue;
+      double e = o.y - r * x;
+      t = e * e / (r * r * x);
+    }
+    sum += t;
+    ++terms;
+    cells_with_terms.insert(key);
+  }
+  d.dof = terms - static_cast<int64_t>(cells_with_terms.size());
+  d.dispersion = d.dof > 0 ? sum / static_cast<double>(d.dof) : nan;
 }
 
-LineEffect make_effect(const EffectKey& key, const std::map<int, Pool>& pools,
-                       const std::map<PointKey, Pool>& global_baselines) {
+// A linear combination L = sum a_k * delta_k of the measured points and its
+// delta-method standard error (docs/analysis.md section 6).
+struct Combination {
+  double value = 0.0;
+  double se = nan;
+};
+
+struct Measured {
+  double s;
+  double delta;
+  double r;
+  double x;
+};
+
+Combination combine(const std::vector<Measured>& pts, const std::vector<double>& a, double phi, double x0) {
+  Combination c;
+  double sq = 0.0;  // sum a^2 r^2 / X
+  double lin = 0.0;  // sum a r
+  for (size_t k = 0; k < pts.size(); ++k) {
+    c.value += a[k] * pts[k].delta;
+    sq += a[k] * a[k] * pts[k].r * pts[k].r / pts[k].x;
+    lin += a[k] * pts[k].r;
+  }
+  c.se = std::sqrt(phi * (sq + lin * lin / x0));
+  return c;
+}
+
+std::vector<double> trapezoid_coefficients(const std::vector<Measured>& pts) {
+  size_t m = pts.size();
+  std::vector<double> a(m);
+  double last = pts[m - 1].s;
+  for (size_t k = 0; k < m; ++k) {
+    double prev = k == 0 ? 0.0 : pts[k - 1].s;
+    double next = k + 1 < m ? pts[k + 1].s : pts[k].s;
+    a[k] = (next - prev) / (2.0 * last);
+  }
+  return a;
+}
+
+std::vector<double> slope_coefficients(const std::vector<Measured>& pts) {
+  double denominator = 0.0;
+  for (const Measured& p : pts) denominator += p.x * p.s * p.s;
+  std::vector<double> a;
+  for (const Measured& p : pts) a.push_back(p.x * p.s / denominator);
+  return a;
+}
+
+void set_label(LineEffect& eff, double phi) {
+  if (!eff.measured) {
+    eff.label = Label::Unmeasured;
+    return;
+  }
+  if (std::isnan(phi)) {
+    eff.label = Label::InsufficientData;
+    return;
+  }
+  double half = z95 * eff.impact_se;
+  if (eff.impact_low > 0.0) {
+    eff.label = Label::Positive;
+  } else if (eff.impact_high < 0.0) {
+    eff.label = Label::Negative;
+  } else if (half <= settle_half_width) {
+    eff.label = Label::NoEffect;
+  } else {
+    eff.label = Label::Undecided;
+  }
+  if (eff.label != Label::Undecided) {
+    eff.experiments_needed = 0;
+    return;
+  }
+  // How many more experiments, at this line's current split, until the
+  // interval excludes 0 or is narrower than +-settle_half_width.
+  double magnitude = std::abs(eff.impact);
+  double qe = magnitude > 0.0 ? half / magnitude : std::numeric_limits<double>::infinity();
+  double qh = half / settle_half_width;
+  double f = std::min(qe * qe, qh * qh);
+  double needed = std::ceil(static_cast<double>(eff.experiments) * (f - 1.0));
+  eff.experiments_needed = static_cast<uint64_t>(std::clamp(needed, 1.0, max_experiments_needed));
+}
+
+LineEffect make_effect(const std::string& line, const PointKey& point, const PointData& d,
+                       const AnalysisOptions& options) {
   LineEffect eff;
-  std::tie(eff.line, eff.point, eff.kind) = key;
-  for (const auto& [bucket, pool] : pools) eff.experiments += pool.experiments;
+  eff.line = line;
+  std::tie(eff.point, eff.kind) = point;
+  eff.baseline_ns = nan;
+  eff.impact_se = eff.impact_low = eff.impact_high = nan;
+  eff.slope = eff.slope_se = eff.slope_low = eff.slope_high = nan;
 
-  std::optional<double> baseline;
-  if (auto own = pools.find(0); own != pools.end()) baseline = own->second.value(eff.kind);
-  if (!baseline || *baseline <= 0.0) {
-    baseline.reset();
-    auto global = global_baselines.find({eff.point, eff.kind});
-    if (global != global_baselines.end()) {
-      if (auto v = global->second.value(eff.kind); v && *v > 0.0) {
-        baseline = v;
-        eff.global_baseline = true;
-      }
+  auto first = d.cells.lower_bound({line, std::numeric_limits<int>::min()});
+  auto last = d.cells.upper_bound({line, std::numeric_limits<int>::max()});
+  for (auto it = first; it != last; ++it) eff.experiments += it->second.n;
+
+  const Cell* base = nullptr;
+  if (options.baseline == Baseline::Line) {
+    auto own = d.cells.find({line, 0});
+    if (own != d.cells.end() && own->second.usable_baseline()) {
+      base = &own->second;
+      eff.baseline = BaselineSource::Line;
     }
   }
-  if (!baseline) return eff;  // nothing to compare against: no curve
-  eff.baseline_ns = *baseline;
+  if (base == nullptr && d.baseline.usable_baseline()) {
+    base = &d.baseline;
+    eff.baseline = BaselineSource::Pooled;
+  }
+  if (base == nullptr) {  // nothing to compare against: no curve
+    eff.label = Label::Unmeasured;
+    return eff;
+  }
+  const double r0 = base->ratio();
+  const double x0 = static_cast<double>(base->x);
+  const double phi = d.dispersion;
+  eff.baseline_ns = r0;
 
-  for (const auto& [bucket, pool] : pools) {
-    std::optional<double> v = pool.value(eff.kind);
-    if (!v) continue;
-    // With a global baseline the line's own 0% pool was unusable; the curve
-    // starts at (0, 0) implicitly.
-    if (bucket == 0 && eff.global_baseline) continue;
+  std::vector<Measured> measured;
+  for (auto it = first; it != last; ++it) {
+    const auto& [key, cell] = *it;
+    if (!cell.has_ratio()) continue;
     SpeedupEstimate est;
-    est.line_speedup = bucket_speedup(bucket);
-    est.program_speedup = bucket == 0 ? 0.0 : (*baseline - *v) / *baseline;
-    est.experiments = pool.experiments;
-    est.visits = pool.visits;
-    est.duration_ns = pool.duration_ns;
-    est.value_ns = *v;
-    est.observations = pool.observations;
-    eff.curve.push_back(std::move(est));
+    est.line_speedup = bucket_speedup(key.second);
+    est.value_ns = cell.ratio();
+    double r = est.value_ns / r0;
+    est.program_speedup = 1.0 - r;
+    est.experiments = cell.n;
+    est.visits = cell.x;
+    est.duration_ns = cell.duration_ns;
+    if (key.second > 0) {
+      double x = static_cast<double>(cell.x);
+      est.se = r * std::sqrt(phi * (1.0 / x + 1.0 / x0));
+      measured.push_back({est.line_speedup, est.program_speedup, r, x});
+    } else {
+      est.se = nan;  // this cell is part of the pooled baseline: not independent of it
+    }
+    est.low = est.program_speedup - z95 * est.se;
+    est.high = est.program_speedup + z95 * est.se;
+    eff.curve.push_back(est);
   }
 
-  double best = -std::numeric_limits<double>::infinity();
-  for (const SpeedupEstimate& p : eff.curve) {
-    if (p.line_speedup > 0.0) {
-      eff.measured = true;
-      best = std::max(best, p.program_speedup);
-    }
+  eff.measured = !measured.empty();
+  if (eff.measured) {
+    Combination impact = combine(measured, trapezoid_coefficients(measured), phi, x0);
+    Combination slope = combine(measured, slope_coefficients(measured), phi, x0);
+    eff.impact = impact.value;
+    eff.impact_se = impact.se;
+    eff.impact_low = impact.value - z95 * impact.se;
+    eff.impact_high = impact.value + z95 * impact.se;
+    eff.slope = slope.value;
+    eff.slope_se = slope.se;
+    eff.slope_low = slope.value - z95 * slope.se;
+    eff.slope_high = slope.value + z95 * slope.se;
+    eff.max_effect = -std::numeric_limits<double>::infinity();
+    for (const Measured& p : measured) eff.max_effect = std::max(eff.max_effect, p.delta);
   }
-  eff.max_effect = eff.measured ? best : 0.0;
-  eff.impact = trapezoid_mean(eff.curve);
+  set_label(eff, phi);
   return eff;
 }
 
@@ -158,56 +277,77 @@ bool ranks_before(const LineEffect& a, const LineEffect& b) {
   if (a.measured != b.measured) return a.measured;
   if (a.impact != b.impact) return a.impact > b.impact;
   if (a.max_effect != b.max_effect) return a.max_effect > b.max_effect;
-  return std::tie(a.line, a.point, a.kind) < std::tie(b.line, b.point, b.kind);
+  if (a.line != b.line) return a.line < b.line;
+  if (a.point != b.point) return a.point < b.point;
+  return std::string_view(to_string(a.kind)) < std::string_view(to_string(b.kind));
 }
 
 }  // namespace
 
 Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
   Analysis result;
+  result.options = options;
   result.experiments = profile.experiments.size();
+  result.runtime_ns = profile.runtime_ns;
+  result.warnings = profile.warning_places;
+  result.profile = conventional_profile(profile);
   for (const auto& [location, count] : profile.samples) {
     // Saturating: the reader already caps each count, garbage must not wrap the sum.
     uint64_t room = std::numeric_limits<uint64_t>::max() - result.total_samples;
     result.total_samples += std::min(count, room);
   }
 
-  std::map<EffectKey, std::map<int, Pool>> pools;
-  std::map<PointKey, Pool> global_baselines;
-  std::set<std::string> points;
-
-  auto record = [&](const Experiment& e, const std::string& point, PointKind kind,
-                    const Observation& o) {
-    points.insert(point);
-    if (!options.point.empty() && point != options.point) return;
-    int bucket = speedup_bucket(e.speedup);
-    pools[{e.selected, point, kind}][bucket].add(o);
-    if (bucket == 0) global_baselines[{point, kind}].add(o);
-  };
-
+  std::map<PointKey, PointData> points;
   for (const Experiment& e : profile.experiments) {
+    int bucket = speedup_bucket(e.speedup);
     for (const ThroughputMeasurement& t : e.throughput) {
-      record(e, t.name, PointKind::Throughput, {e.duration_ns, t.delta, 0.0});
+      points[{t.name, PointKind::Throughput}].observations.push_back(
+          {&e.selected, bucket, t.delta, static_cast<double>(e.duration_ns), e.duration_ns});
     }
     for (const LatencyMeasurement& l : e.latency) {
-      double in_flight =
-          l.mean_in_flight >= 0.0 ? l.mean_in_flight : static_cast<double>(l.difference);
-      record(e, l.name, PointKind::Latency, {e.duration_ns, l.arrivals, in_flight});
+      PointData& d = points[{l.name, PointKind::Latency}];
+      if (e.duration_ns == 0) continue;  // no arrival rate: says nothing about latency
+      double in_flight = l.mean_in_flight >= 0.0 ? l.mean_in_flight : static_cast<double>(l.difference);
+      d.observations.push_back(
+          {&e.selected, bucket, l.arrivals, static_cast<double>(e.duration_ns) * in_flight, e.duration_ns});
     }
   }
-  result.points.assign(points.begin(), points.end());
 
-  for (const auto& [key, line_pools] : pools) {
-    LineEffect eff = make_effect(key, line_pools, global_baselines);
-    if (eff.experiments < options.min_experiments) continue;
-    if (auto it = profile.samples.find(eff.line); it != profile.samples.end()) {
-      eff.samples = it->second;
+  for (auto& [key, d] : points) {
+    for (const Observation& o : d.observations) {
+      d.cells[{*o.line, o.bucket}].add(o);
+      if (o.bucket == 0) d.baseline.add(o);
     }
-    if (result.total_samples > 0) {
-      eff.sample_share = static_cast<double>(eff.samples) / static_cast<double>(result.total_samples);
+    estimate_dispersion(key.second, d);
+
+    PointSummary summary;
+    std::tie(summary.name, summary.kind) = key;
+    summary.experiments = d.observations.size();
+    summary.dispersion = d.dispersion;
+    summary.dispersion_dof = d.dof;
+    summary.baseline_ns = d.baseline.usable_baseline() ? d.baseline.ratio() : nan;
+    summary.baseline_experiments = d.baseline.n;
+    summary.baseline_visits = d.baseline.x;
+    result.points.push_back(summary);
+
+    if (!options.point.empty() && key.first != options.point) continue;
+    std::set<std::string> lines;
+    for (const auto& [cell_key, cell] : d.cells) lines.insert(cell_key.first);
+    for (const std::string& line : lines) {
+      LineEffect eff = make_effect(line, key, d, options);
+      if (eff.experiments < options.min_experiments) continue;
+      if (auto it = profile.samples.find(line); it != profile.samples.end()) eff.samples = it->second;
+      if (auto it = profile.functions.find(line); it != profile.functions.end()) eff.function = it->second;
+      if (result.total_samples > 0) {
+        eff.sample_share = static_cast<double>(eff.samples) / static_cast<double>(result.total_samples);
+      }
+      result.effects.push_back(std::move(eff));
     }
-    result.effects.push_back(std::move(eff));
   }
+  std::sort(result.points.begin(), result.points.end(), [](const PointSummary& a, const PointSummary& b) {
+    if (a.name != b.name) return a.name < b.name;
+    return std::string_view(to_string(a.kind)) < std::string_view(to_string(b.kind));
+  });
   std::stable_sort(result.effects.begin(), result.effects.end(), ranks_before);
   return result;
 }

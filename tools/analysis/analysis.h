@@ -1,7 +1,11 @@
-// Causal analysis of a profile: program speedup as a function of line speedup.
+// Causal analysis of a profile: program speedup as a function of line speedup,
+// with 95% confidence intervals, plus the conventional profile of the same run.
+// docs/analysis.md is the specification (the viewer mirrors it); undefined
+// numbers (no interval, no baseline) are NaN here and null in JSON.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,29 +13,37 @@
 
 namespace coz::analysis {
 
+/// Two-sided 95% normal quantile.
+constexpr double z95 = 1.959963984540054;
+/// An interval this narrow (±2.5 percentage points) around 0 settles a line as "no effect".
+constexpr double settle_half_width = 0.025;
+/// The runtime picks line speedups in 5% steps; estimates are pooled per step.
+constexpr int speedup_steps_per_unit = 20;
+/// experiments_needed is capped here: beyond it the answer is "never", in practice.
+constexpr double max_experiments_needed = 1e9;
+
 enum class PointKind { Throughput, Latency };
+enum class Baseline { Pooled, Line };                   // the option
+enum class BaselineSource { None, Pooled, Line };       // what an effect got
+enum class Label { Unmeasured, InsufficientData, Positive, Negative, NoEffect, Undecided };
 
-/// "throughput" or "latency" (the names used in reports and JSON).
+/// "throughput" / "latency"; "pooled" / "line" / "none"; "positive", "no-effect", ...
+/// (the names used in reports and JSON).
 const char* to_string(PointKind kind);
+const char* to_string(BaselineSource source);
+const char* to_string(Label label);
 
-/// One experiment's contribution to a pooled estimate, kept so that
-/// confidence intervals (bootstrap over experiments) can be added later
-/// without re-reading the profile.
-struct Observation {
-  uint64_t duration_ns = 0;
-  uint64_t visits = 0;     // throughput: delta; latency: arrivals
-  double in_flight = 0.0;  // latency only: mean in flight L (mean-in-flight, else difference)
-};
-
-/// Pooled result of all experiments on one line at one speedup, for one point.
+/// One cell of the curve: all experiments on one line at one speedup step, for one point.
 struct SpeedupEstimate {
-  double line_speedup = 0.0;     // 0..1
-  double program_speedup = 0.0;  // (P(0) - P(s)) / P(0); positive = the program got better
+  double line_speedup = 0.0;     // 0..1, a multiple of 0.05
+  double program_speedup = 0.0;  // 1 - R(s)/R(0): positive = the program got better
+  double se = 0.0;               // NaN at s = 0 and when the dispersion is undefined
+  double low = 0.0;              // program_speedup -/+ z95 * se
+  double high = 0.0;
   uint64_t experiments = 0;
-  uint64_t visits = 0;           // progress visits (throughput) or arrivals (latency) pooled
+  uint64_t visits = 0;           // X: progress visits (throughput) or arrivals (latency)
   uint64_t duration_ns = 0;      // effective duration pooled
-  double value_ns = 0.0;         // pooled period P(s) (throughput) or mean latency W(s), in ns
-  std::vector<Observation> observations;  // one per experiment, in profile order
+  double value_ns = 0.0;         // R: period P(s) (throughput) or mean latency W(s), in ns
 };
 
 /// Everything known about one (line, progress point) pair.
@@ -39,29 +51,90 @@ struct LineEffect {
   std::string line;   // "FILE:LINE"
   std::string point;  // progress point name
   PointKind kind = PointKind::Throughput;
-  std::vector<SpeedupEstimate> curve;  // sorted by line_speedup; index 0 is the 0% baseline when present
-  double impact = 0.0;        // summary used for ranking (see analysis.cpp)
-  double max_effect = 0.0;    // largest program speedup measured on the curve
-  uint64_t experiments = 0;   // experiments behind the curve, baseline included
+  Label label = Label::Unmeasured;
+  std::vector<SpeedupEstimate> curve;  // increasing line_speedup; s = 0 only from the line's own 0% runs
+  double impact = 0.0;  // mean program speedup over the measured range (trapezoid)
+  double impact_se = 0.0;
+  double impact_low = 0.0;
+  double impact_high = 0.0;
+  double slope = 0.0;  // weighted least squares through the origin; NaN when unmeasured
+  double slope_se = 0.0;
+  double slope_low = 0.0;
+  double slope_high = 0.0;
+  double max_effect = 0.0;    // largest program speedup at s > 0
+  uint64_t experiments = 0;   // the line's observations of the point, its 0% ones included
+  std::optional<uint64_t> experiments_needed;  // 0 when settled; nullopt when unknowable
   uint64_t samples = 0;       // samples attributed to the line (conventional profile)
   double sample_share = 0.0;  // samples / all samples, 0..1
-  bool measured = false;      // the curve has a point at a non-zero line speedup
-  bool global_baseline = false;  // P(0) came from all lines' 0% experiments (this line had none usable)
-  double baseline_ns = 0.0;   // P(0) or W(0) used, in ns; 0 when there is none
+  std::string function;       // from `samples function=`; empty when unknown
+  bool measured = false;      // the curve has a point at s > 0
+  BaselineSource baseline = BaselineSource::None;
+  double baseline_ns = 0.0;   // R(0) used; NaN without a baseline
+};
+
+/// Per progress point: the noise estimate and the pooled baseline.
+struct PointSummary {
+  std::string name;
+  PointKind kind = PointKind::Throughput;
+  uint64_t experiments = 0;       // observations of the point
+  double dispersion = 0.0;        // phi; NaN when undefined (no cell with two observations)
+  int64_t dispersion_dof = 0;     // N - K
+  double baseline_ns = 0.0;       // pooled R(0); NaN when unusable
+  uint64_t baseline_experiments = 0;
+  uint64_t baseline_visits = 0;   // X(0)
+};
+
+// The conventional profile of the same runs.
+struct LineSamples {
+  std::string location;
+  std::string function;
+  uint64_t samples = 0;
+  double share = 0.0;
+};
+struct FunctionSamples {
+  std::string function;
+  uint64_t samples = 0;
+  double share = 0.0;
+  uint64_t lines = 0;
+};
+struct StackSamples {
+  std::string frames;  // raw, ';'-separated, outermost first
+  uint64_t count = 0;
+  double share = 0.0;
+};
+struct BlockedSite {
+  std::string site;
+  std::string kind;
+  uint64_t time_ns = 0;
+  uint64_t count = 0;
+};
+struct ConventionalProfile {
+  std::vector<LineSamples> lines;
+  std::vector<FunctionSamples> functions;
+  std::vector<StackSamples> stacks;
+  std::vector<BlockedSite> blocked;
 };
 
 struct AnalysisOptions {
-  uint64_t min_experiments = 1;  // drop lines with fewer experiments
+  uint64_t min_experiments = 1;  // drop effects with fewer experiments
   std::string point;             // keep only this progress point (empty: all)
+  Baseline baseline = Baseline::Pooled;
 };
 
 struct Analysis {
+  AnalysisOptions options;
   std::vector<LineEffect> effects;  // ranked: largest impact first
   uint64_t experiments = 0;
   uint64_t total_samples = 0;
-  std::vector<std::string> points;  // every progress point seen
+  uint64_t runtime_ns = 0;
+  std::vector<PointSummary> points;  // every progress point seen, by name then kind
+  ConventionalProfile profile;
+  std::vector<WarningPlace> warnings;
 };
 
 Analysis analyze(const Profile& profile, const AnalysisOptions& options = {});
+
+/// The conventional-profile part alone (analyze() fills Analysis::profile with it).
+ConventionalProfile conventional_profile(const Profile& profile);
 
 }  // namespace coz::analysis

@@ -2,94 +2,297 @@
 
 #include <cmath>
 #include <iterator>
+#include <string_view>
 
 #include <fmt/format.h>
 
 namespace coz::analysis {
 namespace {
 
-void append_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += c;  // UTF-8 passes through; file names are bytes we do not reinterpret
-        }
-    }
+// Appends `"key": value` pairs with commas; objects and arrays nest by hand so
+// the output keeps one effect / curve point per line, readable in a diff.
+class Json {
+ public:
+  std::string out;
+
+  Json& key(std::string_view k) {
+    string(k);
+    out += ": ";
+    need_comma_ = false;
+    return *this;
   }
-  out += '"';
+  Json& open(char c) {
+    if (need_comma_) out += ", ";
+    out += c;
+    need_comma_ = false;
+    return *this;
+  }
+  Json& close(char c) {
+    out += c;
+    need_comma_ = true;
+    return *this;
+  }
+  /// A line break between two members (the pending comma goes before it).
+  Json& newline(int indent) {
+    if (need_comma_) out += ',';
+    need_comma_ = false;
+    return closing_newline(indent);
+  }
+  /// A line break before a closing bracket.
+  Json& closing_newline(int indent) {
+    out += '\n';
+    out.append(static_cast<size_t>(indent), ' ');
+    return *this;
+  }
+
+  Json& string(std::string_view s) {
+    comma();
+    out += '"';
+    for (char c : s) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20) {
+            fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
+          } else {
+            out += c;  // UTF-8 passes through; file names are bytes we do not reinterpret
+          }
+      }
+    }
+    out += '"';
+    need_comma_ = true;
+    return *this;
+  }
+  // Shortest text that reads back as the same double, so scripts comparing
+  // against the report see exactly what the analysis computed.
+  Json& number(double v) {
+    comma();
+    if (std::isfinite(v)) {
+      fmt::format_to(std::back_inserter(out), "{}", v);
+    } else {
+      out += "null";
+    }
+    need_comma_ = true;
+    return *this;
+  }
+  Json& integer(uint64_t v) {
+    comma();
+    fmt::format_to(std::back_inserter(out), "{}", v);
+    need_comma_ = true;
+    return *this;
+  }
+  Json& signed_integer(int64_t v) {
+    comma();
+    fmt::format_to(std::back_inserter(out), "{}", v);
+    need_comma_ = true;
+    return *this;
+  }
+  Json& boolean(bool v) {
+    comma();
+    out += v ? "true" : "false";
+    need_comma_ = true;
+    return *this;
+  }
+  Json& null() {
+    comma();
+    out += "null";
+    need_comma_ = true;
+    return *this;
+  }
+
+  Json& field(std::string_view k, std::string_view v) { return key(k).string(v); }
+  Json& field(std::string_view k, const char* v) { return key(k).string(v); }
+  Json& field(std::string_view k, double v) { return key(k).number(v); }
+  Json& field(std::string_view k, uint64_t v) { return key(k).integer(v); }
+  Json& field(std::string_view k, bool v) { return key(k).boolean(v); }
+
+  /// Elements of an array, each on its own line at `indent`.
+  template <typename T, typename F>
+  Json& array(std::string_view k, const std::vector<T>& items, int indent, F&& each) {
+    key(k).open('[');
+    for (const T& item : items) {
+      newline(indent);
+      each(item);
+    }
+    if (!items.empty()) closing_newline(indent - 2);
+    return close(']');
+  }
+
+ private:
+  void comma() {
+    if (need_comma_) out += ", ";
+  }
+  bool need_comma_ = false;
+};
+
+void settings(Json& j, const AnalysisOptions& o) {
+  j.key("settings").open('{');
+  j.field("confidence", 0.95).field("z", z95).field("settle_half_width", settle_half_width);
+  j.field("speedup_step", 1.0 / speedup_steps_per_unit);
+  j.field("baseline", o.baseline == Baseline::Line ? "line" : "pooled");
+  j.field("point", o.point).field("min_experiments", o.min_experiments);
+  j.close('}');
 }
 
-// Shortest text that reads back as the same double, so scripts comparing
-// against the report see exactly what the analysis computed.
-void append_number(std::string& out, double v) {
-  if (!std::isfinite(v)) {
-    out += "null";
+void curve_point(Json& j, const SpeedupEstimate& p) {
+  j.open('{');
+  j.field("line_speedup", p.line_speedup).field("program_speedup", p.program_speedup);
+  j.field("se", p.se).field("low", p.low).field("high", p.high);
+  j.field("experiments", p.experiments).field("visits", p.visits).field("duration_ns", p.duration_ns);
+  j.field("value_ns", p.value_ns);
+  j.close('}');
+}
+
+void effect(Json& j, const LineEffect& e) {
+  j.open('{');
+  j.field("line", e.line).field("point", e.point).field("kind", to_string(e.kind));
+  j.field("label", to_string(e.label));
+  j.newline(5);
+  j.field("impact", e.impact).field("impact_se", e.impact_se);
+  j.field("impact_low", e.impact_low).field("impact_high", e.impact_high);
+  j.newline(5);
+  j.field("slope", e.slope).field("slope_se", e.slope_se);
+  j.field("slope_low", e.slope_low).field("slope_high", e.slope_high);
+  j.newline(5);
+  j.field("max_effect", e.max_effect).field("experiments", e.experiments);
+  j.key("experiments_needed");
+  if (e.experiments_needed) {
+    j.integer(*e.experiments_needed);
+  } else {
+    j.null();
+  }
+  j.newline(5);
+  j.field("samples", e.samples).field("sample_share", e.sample_share).field("function", e.function);
+  j.newline(5);
+  j.field("measured", e.measured).field("baseline", to_string(e.baseline)).field("baseline_ns", e.baseline_ns);
+  j.newline(5);
+  j.array("curve", e.curve, 7, [&](const SpeedupEstimate& p) { curve_point(j, p); });
+  j.close('}');
+}
+
+void point_summary(Json& j, const PointSummary& p) {
+  j.open('{');
+  j.field("name", p.name).field("kind", to_string(p.kind)).field("experiments", p.experiments);
+  j.field("dispersion", p.dispersion);
+  j.key("dispersion_dof").signed_integer(p.dispersion_dof);
+  j.field("baseline_ns", p.baseline_ns).field("baseline_experiments", p.baseline_experiments);
+  j.field("baseline_visits", p.baseline_visits);
+  j.close('}');
+}
+
+void split_frames(Json& j, std::string_view frames) {
+  j.open('[');
+  while (true) {
+    size_t end = frames.find(';');
+    j.string(frames.substr(0, end));
+    if (end == std::string_view::npos) break;
+    frames.remove_prefix(end + 1);
+  }
+  j.close(']');
+}
+
+void conventional(Json& j, const ConventionalProfile& p) {
+  j.key("profile").open('{');
+  j.newline(4);
+  j.array("lines", p.lines, 6, [&](const LineSamples& l) {
+    j.open('{').field("location", l.location).field("function", l.function);
+    j.field("samples", l.samples).field("share", l.share).close('}');
+  });
+  j.newline(4);
+  j.array("functions", p.functions, 6, [&](const FunctionSamples& f) {
+    j.open('{').field("function", f.function).field("samples", f.samples);
+    j.field("share", f.share).field("lines", f.lines).close('}');
+  });
+  j.newline(4);
+  j.array("stacks", p.stacks, 6, [&](const StackSamples& s) {
+    j.open('{').key("frames");
+    split_frames(j, s.frames);
+    j.field("count", s.count).field("share", s.share).close('}');
+  });
+  j.newline(4);
+  j.array("blocked", p.blocked, 6, [&](const BlockedSite& b) {
+    j.open('{').field("site", b.site).field("kind", b.kind);
+    j.field("time_ns", b.time_ns).field("count", b.count).close('}');
+  });
+  j.closing_newline(2);
+  j.close('}');
+}
+
+void effect_side(Json& j, std::string_view k, const std::optional<EffectSide>& s) {
+  j.key(k);
+  if (!s) {
+    j.null();
     return;
   }
-  fmt::format_to(std::back_inserter(out), "{}", v);
+  j.open('{');
+  j.field("impact", s->impact).field("impact_se", s->impact_se);
+  j.field("impact_low", s->impact_low).field("impact_high", s->impact_high);
+  j.field("slope", s->slope).field("label", to_string(s->label)).field("experiments", s->experiments);
+  j.close('}');
 }
 
-void append_curve_point(std::string& out, const SpeedupEstimate& p) {
-  out += "        {\"line_speedup\": ";
-  append_number(out, p.line_speedup);
-  out += ", \"program_speedup\": ";
-  append_number(out, p.program_speedup);
-  fmt::format_to(std::back_inserter(out), ", \"experiments\": {}, \"visits\": {}, \"duration_ns\": {}",
-                 p.experiments, p.visits, p.duration_ns);
-  out += ", \"value_ns\": ";
-  append_number(out, p.value_ns);
-  out += '}';
-}
-
-void append_effect(std::string& out, const LineEffect& e) {
-  out += "    {\"line\": ";
-  append_string(out, e.line);
-  out += ", \"point\": ";
-  append_string(out, e.point);
-  fmt::format_to(std::back_inserter(out), ", \"kind\": \"{}\",\n     \"impact\": ", to_string(e.kind));
-  append_number(out, e.impact);
-  out += ", \"max_effect\": ";
-  append_number(out, e.max_effect);
-  fmt::format_to(std::back_inserter(out), ", \"experiments\": {}, \"samples\": {}, \"sample_share\": ",
-                 e.experiments, e.samples);
-  append_number(out, e.sample_share);
-  fmt::format_to(std::back_inserter(out), ",\n     \"measured\": {}, \"global_baseline\": {}, \"baseline_ns\": ",
-                 e.measured, e.global_baseline);
-  append_number(out, e.baseline_ns);
-  out += ",\n     \"curve\": [";
-  for (size_t i = 0; i < e.curve.size(); ++i) {
-    out += i == 0 ? "\n" : ",\n";
-    append_curve_point(out, e.curve[i]);
-  }
-  out += e.curve.empty() ? "]}" : "\n     ]}";
+void files(Json& j, std::string_view k, const std::vector<std::string>& names, const Analysis& a) {
+  j.key(k).open('{').key("files").open('[');
+  for (const std::string& n : names) j.string(n);
+  j.close(']').field("experiments", a.experiments).close('}');
 }
 
 }  // namespace
 
-std::string to_json(const Analysis& analysis) {
-  std::string out;
-  fmt::format_to(std::back_inserter(out), "{{\n  \"experiments\": {},\n  \"total_samples\": {},\n  \"points\": [",
-                 analysis.experiments, analysis.total_samples);
-  for (size_t i = 0; i < analysis.points.size(); ++i) {
-    if (i > 0) out += ", ";
-    append_string(out, analysis.points[i]);
-  }
-  out += "],\n  \"effects\": [";
-  for (size_t i = 0; i < analysis.effects.size(); ++i) {
-    out += i == 0 ? "\n" : ",\n";
-    append_effect(out, analysis.effects[i]);
-  }
-  out += analysis.effects.empty() ? "]\n}\n" : "\n  ]\n}\n";
-  return out;
+std::string to_json(const Analysis& a) {
+  Json j;
+  j.open('{');
+  j.newline(2).field("format", "coz-analysis").field("version", static_cast<uint64_t>(json_schema_version));
+  j.newline(2);
+  settings(j, a.options);
+  j.newline(2).field("experiments", a.experiments).field("runtime_ns", a.runtime_ns);
+  j.field("total_samples", a.total_samples);
+  j.newline(2).array("points", a.points, 4, [&](const PointSummary& p) { point_summary(j, p); });
+  j.newline(2).array("effects", a.effects, 4, [&](const LineEffect& e) { effect(j, e); });
+  j.newline(2);
+  conventional(j, a.profile);
+  j.newline(2).array("warnings", a.warnings, 4, [&](const WarningPlace& w) {
+    j.open('{').field("file", w.file).field("line", w.line).field("message", w.message).close('}');
+  });
+  j.closing_newline(0).close('}');
+  j.out += '\n';
+  return j.out;
+}
+
+std::string to_json(const Comparison& c, const Analysis& before, const Analysis& after,
+                    const std::vector<std::string>& before_files, const std::vector<std::string>& after_files) {
+  Json j;
+  j.open('{');
+  j.newline(2).field("format", "coz-compare").field("version", static_cast<uint64_t>(json_schema_version));
+  j.newline(2);
+  settings(j, before.options);
+  j.newline(2);
+  files(j, "before", before_files, before);
+  j.newline(2);
+  files(j, "after", after_files, after);
+  j.newline(2).array("points", c.points, 4, [&](const ComparedPoint& p) {
+    j.open('{').field("name", p.name).field("kind", to_string(p.kind));
+    j.field("before_ns", p.before_ns).field("after_ns", p.after_ns).field("speedup", p.speedup);
+    j.field("se", p.se).field("low", p.low).field("high", p.high).close('}');
+  });
+  j.newline(2).array("lines", c.lines, 4, [&](const ComparedLine& l) {
+    j.open('{').field("line", l.line).field("point", l.point).field("kind", to_string(l.kind));
+    j.newline(5);
+    effect_side(j, "before", l.before);
+    j.newline(5);
+    effect_side(j, "after", l.after);
+    j.newline(5);
+    j.field("change", l.change).field("change_se", l.change_se);
+    j.field("change_low", l.change_low).field("change_high", l.change_high);
+    j.field("verdict", to_string(l.verdict)).close('}');
+  });
+  j.closing_newline(0).close('}');
+  j.out += '\n';
+  return j.out;
 }
 
 }  // namespace coz::analysis

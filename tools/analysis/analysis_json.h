@@ -1,22 +1,24 @@
-// The analysis as JSON: the data behind `coz report --json`, and the layout
-// of the expected results in test/vectors/*/expected.json (which hold a
-// subset of these keys).
+// The analysis as JSON: `coz report --json` and `--compare --json`, and the
+// layout of test/vectors/*/expected.json. The schema is documented, key by
+// key, in docs/analysis.md section 11; changing it means bumping "version".
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "analysis.h"
+#include "compare.h"
 
 namespace coz::analysis {
 
-/// One JSON object, pretty-printed with two-space indents, ending in a newline:
-///   {"experiments", "total_samples", "points": [...],
-///    "effects": [{"line", "point", "kind", "impact", "max_effect",
-///                 "experiments", "samples", "sample_share", "measured",
-///                 "global_baseline", "baseline_ns",
-///                 "curve": [{"line_speedup", "program_speedup",
-///                            "experiments", "visits", "duration_ns", "value_ns"}]}]}
-/// Effects are in rank order. Non-finite numbers are written as null.
+constexpr int json_schema_version = 1;
+
+/// One JSON object ending in a newline. Every documented key is always
+/// present; NaN and infinities (undefined numbers) are written as null.
 std::string to_json(const Analysis& analysis);
+
+/// `--compare --json`; the file lists name what was read for each side.
+std::string to_json(const Comparison& comparison, const Analysis& before, const Analysis& after,
+                    const std::vector<std::string>& before_files, const std::vector<std::string>& after_files);
 
 }  // namespace coz::analysis

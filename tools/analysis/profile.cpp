@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <optional>
 
@@ -23,9 +24,10 @@ namespace {
 // keeps memory bounded on a file with no newlines at all.
 constexpr size_t max_line_bytes = 64 * 1024;
 
-void warn(Profile& profile, const std::string& text) {
+void warn(Profile& profile, const std::string& file, uint64_t line, const std::string& message) {
   if (profile.warnings.size() < Profile::max_warnings) {
-    profile.warnings.push_back(text);
+    profile.warnings.push_back(line > 0 ? fmt::format("{}:{}: {}", file, line, message) : message);
+    profile.warning_places.push_back({file, line, message});
   } else {
     ++profile.warnings_dropped;
   }
@@ -165,7 +167,7 @@ struct Reader {
   bool current_was_skipped = false;
 
   void warn_at(uint64_t lineno, const std::string& why) {
-    warn(profile, fmt::format("{}:{}: {}", source, lineno, why));
+    warn(profile, source, lineno, why);
   }
 
   Experiment* point_owner(uint64_t lineno) {
@@ -206,9 +208,28 @@ struct Reader {
     } else if (t == "samples") {
       std::string location = f.text("location");
       uint64_t count = f.count("count");
+      const std::string* function = rec.find("function");
       if (f.ok()) {
         uint64_t& total = profile.samples[location];
         total = saturating_add(total, count);
+        if (function != nullptr && !function->empty()) profile.functions[location] = *function;
+      }
+    } else if (t == "stack") {
+      std::string frames = f.text("frames");
+      uint64_t count = f.count("count");
+      if (f.ok()) {
+        uint64_t& total = profile.stacks[frames];
+        total = saturating_add(total, count);
+      }
+    } else if (t == "blocked") {
+      std::string site = f.text("site");
+      std::string kind = f.text("kind");
+      uint64_t time = f.count("time");
+      uint64_t count = f.count("count");
+      if (f.ok()) {
+        BlockedTime& b = profile.blocked[{site, kind}];
+        b.time_ns = saturating_add(b.time_ns, time);
+        b.count = saturating_add(b.count, count);
       }
     } else if (t == "runtime") {
       uint64_t time = f.count("time");
@@ -273,19 +294,48 @@ void read_profile(std::istream& in, const std::string& source_name, Profile& pro
 bool read_profile_file(const std::string& path, Profile& profile) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    warn(profile, fmt::format("cannot open {}: Is a directory", path));
+    warn(profile, path, 0, fmt::format("cannot open {}: Is a directory", path));
     return false;
   }
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    warn(profile, fmt::format("cannot open {}: {}", path,
-                              errno != 0 ? std::strerror(errno) : "unknown error"));
+    warn(profile, path, 0,
+         fmt::format("cannot open {}: {}", path, errno != 0 ? std::strerror(errno) : "unknown error"));
     return false;
   }
   read_profile(in, path, profile);
-  if (in.bad()) warn(profile, fmt::format("{}: read error, the rest of the file was skipped", path));
+  if (in.bad()) warn(profile, path, 0, fmt::format("{}: read error, the rest of the file was skipped", path));
   return true;
+}
+
+void merge_profile(Profile& into, Profile&& from) {
+  std::move(from.experiments.begin(), from.experiments.end(), std::back_inserter(into.experiments));
+  for (const auto& [location, count] : from.samples) {
+    uint64_t& total = into.samples[location];
+    total = saturating_add(total, count);
+  }
+  // Later files win, as later records do within one file.
+  for (auto& [location, function] : from.functions) into.functions[location] = std::move(function);
+  for (const auto& [frames, count] : from.stacks) {
+    uint64_t& total = into.stacks[frames];
+    total = saturating_add(total, count);
+  }
+  for (const auto& [key, b] : from.blocked) {
+    BlockedTime& total = into.blocked[key];
+    total.time_ns = saturating_add(total.time_ns, b.time_ns);
+    total.count = saturating_add(total.count, b.count);
+  }
+  into.runtime_ns = saturating_add(into.runtime_ns, from.runtime_ns);
+  for (size_t i = 0; i < from.warnings.size(); ++i) {
+    if (into.warnings.size() < Profile::max_warnings) {
+      into.warnings.push_back(std::move(from.warnings[i]));
+      into.warning_places.push_back(std::move(from.warning_places[i]));
+    } else {
+      ++into.warnings_dropped;
+    }
+  }
+  into.warnings_dropped += from.warnings_dropped;
 }
 
 }  // namespace coz::analysis

@@ -6,6 +6,7 @@
 #include <istream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace coz::analysis {
@@ -32,11 +33,28 @@ struct Experiment {
   std::vector<LatencyMeasurement> latency;
 };
 
+/// Time blocked at one wait site (a `blocked` record's key).
+struct BlockedTime {
+  uint64_t time_ns = 0;
+  uint64_t count = 0;
+};
+
+/// Where warnings[i] was found; line 0 for a problem with the whole file.
+struct WarningPlace {
+  std::string file;
+  uint64_t line = 0;
+  std::string message;  // warnings[i] without the "file:line: " prefix
+};
+
 struct Profile {
   std::vector<Experiment> experiments;
   std::map<std::string, uint64_t> samples;  // "FILE:LINE" -> samples (summed over records)
+  std::map<std::string, std::string> functions;  // "FILE:LINE" -> function (last non-empty `function=`)
+  std::map<std::string, uint64_t> stacks;   // raw `frames` ("a.cpp:1;b.cpp:2") -> samples
+  std::map<std::pair<std::string, std::string>, BlockedTime> blocked;  // (site, kind) -> sums
   uint64_t runtime_ns = 0;                  // summed over processes/runs
   std::vector<std::string> warnings;        // "file:line: what was wrong" for each skipped line
+  std::vector<WarningPlace> warning_places;  // parallel to warnings
   // A garbage file can have millions of bad lines: past max_warnings they
   // are only counted, so memory stays bounded.
   uint64_t warnings_dropped = 0;
@@ -51,5 +69,8 @@ void read_profile(std::istream& in, const std::string& source_name, Profile& pro
 
 /// Reads a file; returns false (with a warning) if it cannot be opened.
 bool read_profile_file(const std::string& path, Profile& profile);
+
+/// Appends `from` to `into` (runs merge: experiments concatenated, counts summed).
+void merge_profile(Profile& into, Profile&& from);
 
 }  // namespace coz::analysis

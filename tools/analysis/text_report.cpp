@@ -1,10 +1,10 @@
 // Layout: one section per progress point (sections in the order of their
 // best-ranked line), each a ranked table; then a footer. Columns:
-//   #  line  impact  @25%  @50%  @100%  samples  exps
+//   #  line  impact ±half-width  @25%  @50%  @100%  samples  exps  note
 // The line column takes the room left over and loses path components on the
 // left first, because the file name and line number are what a reader needs.
-// On a narrow terminal the @25%, @100% and exps columns go first, so that the
-// line column keeps min_line_width.
+// On a narrow terminal the @25%, @100%, exps and @50% columns go, in that
+// order, so that the line column keeps min_line_width. `--compare` has its own table (at the end).
 #include "text_report.h"
 
 #include <algorithm>
@@ -19,12 +19,16 @@ namespace coz::analysis {
 namespace {
 
 constexpr size_t max_width = 100;  // the table is designed for 100 columns
-constexpr size_t min_width = 60;   // below this the line column gets useless
+constexpr size_t min_width = 70;   // below this the line column gets useless
 constexpr size_t rank_width = 3;
-constexpr size_t impact_width = 8;  // "  -99.9%" plus a trailing marker column
-constexpr size_t number_width = 8;  // each of @25% @50% @100% samples
+constexpr size_t impact_width = 13;  // " -99.9% ±99.9"
+constexpr size_t number_width = 7;   // each of @25% @50% @100%
+constexpr size_t samples_width = 8;
 constexpr size_t exps_width = 6;
-constexpr size_t min_line_width = 30;
+constexpr size_t note_width = 13;    // " ? +999k exps", " too few exps"
+constexpr size_t change_width = 16;  // --compare: each of before, after, change
+constexpr size_t verdict_width = 13;
+constexpr size_t min_line_width = 24;
 constexpr double nearest_speedup_tolerance = 0.05 + 1e-9;  // one runtime speedup step
 
 namespace ansi {
@@ -138,11 +142,62 @@ const SpeedupEstimate* nearest(const LineEffect& e, double speedup) {
   return best;
 }
 
+// "+12.3% ±4.1": the estimate and the half-width of its 95% interval.
+std::string with_interval(double estimate, double se) {
+  std::string text = percent(estimate, true);
+  if (!std::isfinite(se)) return text + "  ±?";
+  double half = z95 * se * 100.0;
+  return text + (half >= 99.95 ? " ±>99" : fmt::format(" ±{:.1f}", half));
+}
+
+// 1234 -> "1.2k", at most 4 columns: the order of magnitude is what matters
+// for "how many more".
+std::string compact_count(uint64_t n) {
+  auto scaled = [](uint64_t v, double unit, const char* suffix) {
+    double x = static_cast<double>(v) / unit;
+    return x < 9.95 ? fmt::format("{:.1f}{}", x, suffix) : fmt::format("{:.0f}{}", std::min(x, 999.0), suffix);
+  };
+  if (n < 1000) return fmt::format("{}", n);
+  if (n < 999'500) return scaled(n, 1e3, "k");
+  if (n < 999'500'000) return scaled(n, 1e6, "M");
+  return ">1G";
+}
+
+std::string note(const LineEffect& e) {
+  switch (e.label) {
+    case Label::Positive: return "";
+    case Label::Negative: return "slower";
+    case Label::NoEffect: return "no effect";
+    case Label::Undecided: return fmt::format("? +{} exps", compact_count(e.experiments_needed.value_or(0)));
+    case Label::InsufficientData: return "too few exps";
+    case Label::Unmeasured: break;
+  }
+  return "unmeasured";
+}
+
+std::string plural(uint64_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }
+
+std::string section_title(const std::string& point, PointKind kind, size_t width) {
+  return fmt::format("{} point \"{}\"", kind == PointKind::Throughput ? "Throughput" : "Latency",
+                     shorten_left(printable(point), width - 40));
+}
+
+template <typename T>
+std::vector<std::pair<std::string, PointKind>> sections_of(const std::vector<T>& rows) {
+  std::vector<std::pair<std::string, PointKind>> sections;
+  for (const T& r : rows) {
+    std::pair<std::string, PointKind> key{r.point, r.kind};
+    if (std::find(sections.begin(), sections.end(), key) == sections.end()) sections.push_back(key);
+  }
+  return sections;
+}
+
 class Writer {
  public:
   Writer(std::ostream& out, const Analysis& a, const TextReportOptions& o)
       : out_(out), a_(a), o_(o), width_(std::clamp(o.width, min_width, max_width)) {
-    size_t fixed = rank_width + 2 + impact_width + 1 + (effect_columns_.size() + 1) * number_width + exps_width;
+    size_t fixed = rank_width + 2 + impact_width + 1 + effect_columns_.size() * number_width + samples_width + exps_width +
+                   note_width;
     // Drop the least needed columns until the line column is wide enough.
     if (width_ < fixed + min_line_width) {
       effect_columns_ = {0.50, 1.00};
@@ -156,16 +211,15 @@ class Writer {
       show_exps_ = false;
       fixed -= exps_width;
     }
-    line_width_ = width_ - fixed;
+    if (width_ < fixed + min_line_width) {
+      effect_columns_ = {};
+      fixed -= number_width;
+    }
+    line_width_ = width_ > fixed ? width_ - fixed : min_line_width;
   }
 
   void write() {
-    std::vector<std::pair<std::string, PointKind>> sections;
-    for (const LineEffect& e : a_.effects) {
-      std::pair<std::string, PointKind> key{e.point, e.kind};
-      if (std::find(sections.begin(), sections.end(), key) == sections.end()) sections.push_back(key);
-    }
-    for (const auto& [point, kind] : sections) section(point, kind);
+    for (const auto& [point, kind] : sections_of(a_.effects)) section(point, kind);
     footer();
   }
 
@@ -177,14 +231,12 @@ class Writer {
   void section(const std::string& point, PointKind kind) {
     size_t total = 0;
     for (const LineEffect& e : a_.effects) total += e.point == point && e.kind == kind;
-    std::string title = fmt::format("{} point \"{}\"", kind == PointKind::Throughput ? "Throughput" : "Latency",
-                                    shorten_left(printable(point), width_ - 40));
-    out_ << paint(title, ansi::bold) << "  " << paint(fmt::format("({} line{})", total, total == 1 ? "" : "s"), ansi::dim)
-         << '\n';
+    out_ << paint(section_title(point, kind, width_), ansi::bold) << "  "
+         << paint(fmt::format("({})", plural(total, "line")), ansi::dim) << '\n';
     std::string header = pad_left("#", rank_width) + "  " + pad_right("line", line_width_) +
-                         pad_left("impact", impact_width) + " ";
+                         pad_left("impact ±95%", impact_width) + " ";
     for (double s : effect_columns_) header += pad_left(fmt::format("@{:.0f}%", s * 100), number_width);
-    header += pad_left("samples", number_width);
+    header += pad_left("samples", samples_width);
     if (show_exps_) header += pad_left("exps", exps_width);
     out_ << paint(header, ansi::bold) << '\n';
     size_t rank = 0;
@@ -206,44 +258,45 @@ class Writer {
   void row(size_t rank, const LineEffect& e) {
     std::string line = pad_left(fmt::format("{}", rank), rank_width) + "  " +
                        pad_right(shorten_left(printable(e.line), line_width_), line_width_);
-    std::string impact = pad_left(e.measured ? percent(e.impact, true) : "-", impact_width);
-    if (e.measured && o_.colour) {
-      // 0.5% is below what a handful of experiments can resolve: leave it uncoloured.
-      if (e.impact > 0.005) impact = paint(impact, ansi::green);
-      if (e.impact < -0.005) impact = paint(impact, ansi::red);
-    }
-    std::string marker = e.global_baseline ? "*" : " ";
+    std::string impact = pad_left(e.measured ? with_interval(e.impact, e.impact_se) : "-", impact_width) + " ";
     std::string effects;
     for (double s : effect_columns_) {
       const SpeedupEstimate* p = nearest(e, s);
       effects += pad_left(p != nullptr ? percent(p->program_speedup, true) : "-", number_width);
     }
-    std::string samples = pad_left(a_.total_samples > 0 ? percent(e.sample_share, false) : "-", number_width);
+    std::string samples = pad_left(a_.total_samples > 0 ? percent(e.sample_share, false) : "-", samples_width);
     std::string exps = show_exps_ ? pad_left(fmt::format("{}", e.experiments), exps_width) : "";
-    if (!e.measured) {
-      out_ << paint(line + impact + marker + effects + samples + exps, ansi::dim) << '\n';
-    } else {
-      out_ << line << impact << marker << effects << samples << exps << '\n';
+    std::string text = note(e);
+    std::string tail = text.empty() ? "" : pad_left(text, note_width);  // no trailing blanks
+    switch (e.label) {
+      case Label::Positive: impact = paint(impact, ansi::green); break;
+      case Label::Negative: impact = paint(impact, ansi::red); break;
+      case Label::Unmeasured:
+        out_ << paint(line + impact + effects + samples + exps + tail, ansi::dim) << '\n';
+        return;
+      default: tail = paint(tail, ansi::dim); break;
     }
+    out_ << line << impact << effects << samples << exps << tail << '\n';
   }
 
   void footer() {
-    bool any_global = std::any_of(a_.effects.begin(), a_.effects.end(),
-                                  [](const LineEffect& e) { return e.global_baseline; });
     if (!a_.effects.empty()) {
-      out_ << paint(wrap("impact: mean program speedup over the measured line speedups; @N%: the line N% faster",
+      out_ << paint(wrap("impact: mean program speedup over the measured line speedups, ± the half-width of its "
+                         "95% interval; @N%: program speedup with the line N% faster; samples: share of the "
+                         "conventional profile. \"no effect\" and \"? +N exps\": no measurable effect (the "
+                         "interval includes 0); \"no effect\" is settled (within ±2.5%), \"? +N exps\" would "
+                         "take about N more experiments to settle.",
                          width_),
                     ansi::dim)
            << '\n';
     }
-    if (any_global) {
-      out_ << wrap("* baseline from all lines' 0% experiments: this line has no usable baseline of its own",
-                   width_)
+    if (a_.options.baseline == Baseline::Line) {
+      out_ << paint(wrap("baselines: each line's own 0% experiments where usable, else all 0% experiments", width_),
+                    ansi::dim)
            << '\n';
     }
-    out_ << fmt::format("{} experiment{}, {} progress point{}, {} sample{}\n", a_.experiments,
-                        a_.experiments == 1 ? "" : "s", a_.points.size(), a_.points.size() == 1 ? "" : "s",
-                        a_.total_samples, a_.total_samples == 1 ? "" : "s");
+    out_ << fmt::format("{}, {}, {}\n", plural(a_.experiments, "experiment"),
+                        plural(a_.points.size(), "progress point"), plural(a_.total_samples, "sample"));
     if (a_.experiments == 0) {
       hint("no experiments: add a progress point (COZ_PROGRESS) or use --end-to-end, run longer, build with -g");
     } else if (a_.points.empty()) {
@@ -253,6 +306,10 @@ class Writer {
       hint("no line passed the filters (--point, --min-experiments)");
     } else if (std::none_of(a_.effects.begin(), a_.effects.end(), [](const LineEffect& e) { return e.measured; })) {
       hint("no line has a measurement above 0% speedup yet: run longer");
+    } else if (std::any_of(a_.effects.begin(), a_.effects.end(),
+                           [](const LineEffect& e) { return e.label == Label::InsufficientData; })) {
+      hint("too few exps: no line/speedup pool of that progress point has two experiments yet, so its noise "
+           "is unknown; run longer");
     }
   }
 
@@ -267,10 +324,121 @@ class Writer {
   bool show_exps_ = true;
 };
 
+std::string side_text(const std::optional<EffectSide>& s) {
+  if (!s) return "-";
+  if (s->label == Label::Unmeasured) return "unmeasured";
+  return with_interval(s->impact, s->impact_se);
+}
+
+class CompareWriter {
+ public:
+  CompareWriter(std::ostream& out, const Comparison& c, const CompareTextInfo& info, const TextReportOptions& o)
+      : out_(out), c_(c), info_(info), o_(o), width_(std::clamp(o.width, min_width, max_width)) {
+    size_t fixed = rank_width + 2 + 3 * change_width + verdict_width;
+    line_width_ = width_ > fixed + min_line_width ? width_ - fixed : min_line_width;
+  }
+
+  void write() {
+    out_ << paint(fmt::format("Before: {} ({})", printable(info_.before_name),
+                              plural(info_.before_experiments, "experiment")),
+                  ansi::bold)
+         << '\n'
+         << paint(fmt::format("After:  {} ({})", printable(info_.after_name),
+                              plural(info_.after_experiments, "experiment")),
+                  ansi::bold)
+         << "\n\n";
+    for (const auto& [point, kind] : sections_of(c_.lines)) section(point, kind);
+    for (const ComparedPoint& p : c_.points) {
+      bool listed = std::any_of(c_.lines.begin(), c_.lines.end(),
+                                [&](const ComparedLine& l) { return l.point == p.name && l.kind == p.kind; });
+      if (!listed) program_line(p);
+    }
+    out_ << paint(wrap("before/after: impact ± its 95% half-width, as in coz report; change: after minus "
+                       "before, ± its 95% half-width; more/less: the line matters more/less after (the "
+                       "interval excludes 0); same: no measurable change.",
+                       width_),
+                  ansi::dim)
+         << '\n';
+    if (c_.lines.empty()) out_ << paint(wrap("no line in either profile", width_), ansi::cyan) << '\n';
+  }
+
+ private:
+  std::string paint(std::string text, const char* colour) const {
+    return o_.colour ? colour + text + ansi::reset : text;
+  }
+
+  void program_line(const ComparedPoint& p) {
+    const char* unit = p.kind == PointKind::Throughput ? "period" : "latency";
+    std::string change = with_interval(p.speedup, p.se);
+    std::string verdict = !std::isfinite(p.se) ? "after changed by " + change
+                          : p.low > 0.0       ? "after is faster by " + change
+                          : p.high < 0.0      ? "after is slower by " + change
+                                              : "no measurable change (" + change + ")";
+    out_ << paint(wrap(fmt::format("{}: {}; {} {} -> {}", section_title(p.name, p.kind, width_), verdict, unit,
+                                   duration(p.before_ns), duration(p.after_ns)),
+                       width_),
+                  ansi::bold)
+         << '\n';
+  }
+
+  static std::string duration(double ns) {
+    if (ns >= 1e9) return fmt::format("{:.3g} s", ns / 1e9);
+    if (ns >= 1e6) return fmt::format("{:.3g} ms", ns / 1e6);
+    if (ns >= 1e3) return fmt::format("{:.3g} us", ns / 1e3);
+    return fmt::format("{:.3g} ns", ns);
+  }
+
+  void section(const std::string& point, PointKind kind) {
+    auto p = std::find_if(c_.points.begin(), c_.points.end(),
+                          [&](const ComparedPoint& q) { return q.name == point && q.kind == kind; });
+    if (p != c_.points.end()) {
+      program_line(*p);
+    } else {
+      out_ << paint(section_title(point, kind, width_) + ": no baseline on both sides", ansi::bold) << '\n';
+    }
+    std::string header = pad_left("#", rank_width) + "  " + pad_right("line", line_width_) +
+                         pad_left("before", change_width) + pad_left("after", change_width) +
+                         pad_left("change", change_width);
+    out_ << paint(header, ansi::bold) << '\n';
+    size_t total = 0;
+    for (const ComparedLine& l : c_.lines) {
+      if (l.point != point || l.kind != kind) continue;
+      ++total;
+      if (o_.top != 0 && total > o_.top) continue;
+      std::string change = std::isfinite(l.change) ? with_interval(l.change, l.change_se) : "-";
+      std::string verdict = pad_left(to_string(l.verdict), verdict_width);
+      if (l.verdict == Verdict::More) verdict = paint(verdict, ansi::green);
+      if (l.verdict == Verdict::Less) verdict = paint(verdict, ansi::red);
+      out_ << pad_left(fmt::format("{}", total), rank_width) << "  "
+           << pad_right(shorten_left(printable(l.line), line_width_), line_width_)
+           << pad_left(side_text(l.before), change_width) << pad_left(side_text(l.after), change_width)
+           << pad_left(change, change_width) << verdict << '\n';
+    }
+    if (o_.top != 0 && total > o_.top) {
+      out_ << paint(fmt::format("     ... {} more (--top {} shows them)", plural(total - o_.top, "line"), total),
+                    ansi::dim)
+           << '\n';
+    }
+    out_ << '\n';
+  }
+
+  std::ostream& out_;
+  const Comparison& c_;
+  const CompareTextInfo& info_;
+  const TextReportOptions& o_;
+  size_t width_;
+  size_t line_width_ = 0;
+};
+
 }  // namespace
 
 void write_text_report(std::ostream& out, const Analysis& analysis, const TextReportOptions& options) {
   Writer(out, analysis, options).write();
+}
+
+void write_compare_report(std::ostream& out, const Comparison& comparison, const CompareTextInfo& info,
+                          const TextReportOptions& options) {
+  CompareWriter(out, comparison, info, options).write();
 }
 
 }  // namespace coz::analysis

@@ -2,9 +2,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <ostream>
+#include <string>
 
 #include "analysis.h"
+#include "compare.h"
 
 namespace coz::analysis {
 
@@ -15,5 +18,18 @@ struct TextReportOptions {
 };
 
 void write_text_report(std::ostream& out, const Analysis& analysis, const TextReportOptions& options);
+
+/// What the compare table's header says about the two sides.
+struct CompareTextInfo {
+  std::string before_name;
+  std::string after_name;
+  uint64_t before_experiments = 0;
+  uint64_t after_experiments = 0;
+};
+
+/// `coz report --compare`: per progress point, the program's own change, then
+/// a table of lines whose impact changed most.
+void write_compare_report(std::ostream& out, const Comparison& comparison, const CompareTextInfo& info,
+                          const TextReportOptions& options);
 
 }  // namespace coz::analysis

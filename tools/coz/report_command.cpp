@@ -1,6 +1,7 @@
 // `coz report`: reads one or more profiles, analyses them together and prints
-// the ranked table. Parsing, statistics and layout live in coz_analysis; this
-// file only maps the command line and the terminal onto them.
+// the ranked table (or JSON, or a before/after comparison). Parsing,
+// statistics and layout live in coz_analysis; this file only maps the command
+// line and the terminal onto them.
 #include "report_command.h"
 
 #include <sys/ioctl.h>
@@ -17,6 +18,8 @@
 #include <fmt/format.h>
 
 #include "analysis.h"
+#include "analysis_json.h"
+#include "compare.h"
 #include "profile.h"
 #include "text_report.h"
 
@@ -34,6 +37,9 @@ struct ReportArgs {
   long long top = 20;
   std::string point;
   long long min_experiments = 1;
+  std::string baseline = "pooled";
+  bool json = false;
+  bool compare = false;
   bool no_color = false;
   bool help = false;
 };
@@ -46,6 +52,11 @@ po::options_description visible_options(ReportArgs& args) {
       ("point", po::value(&args.point)->value_name("NAME"), "only this progress point")
       ("min-experiments", po::value(&args.min_experiments)->default_value(args.min_experiments)->value_name("N"),
        "hide lines with fewer experiments")
+      ("baseline", po::value(&args.baseline)->default_value(args.baseline)->value_name("pooled|line"),
+       "0% baseline: all lines' 0% experiments (pooled) or each line's own where it has them (line)")
+      ("json", po::bool_switch(&args.json), "the full analysis as JSON (schema: docs/analysis.md)")
+      ("compare", po::bool_switch(&args.compare),
+       "compare two profiles, BEFORE AFTER: the program's change and each line's change in impact")
       ("no-color", po::bool_switch(&args.no_color), "no ANSI colours (also: NO_COLOR set)")
       ("help,h", po::bool_switch(&args.help), "show this help");
   return opts;
@@ -53,8 +64,9 @@ po::options_description visible_options(ReportArgs& args) {
 
 void print_usage(const po::options_description& opts) {
   std::cout << "Usage: coz report [options] [PROFILE...]\n"
+               "       coz report --compare [options] BEFORE AFTER\n"
                "Ranks source lines by how much making them faster would speed up the program.\n"
-               "PROFILE defaults to profile.coz; several profiles are analysed together.\n\n"
+               "PROFILE defaults to profile.coz; several profiles are merged (runs add up).\n\n"
             << opts;
 }
 
@@ -74,6 +86,10 @@ bool parse(int argc, char** argv, ReportArgs& args, po::options_description& vis
   }
   if (args.top < 0) return error = "--top must be 0 or more", false;
   if (args.min_experiments < 0) return error = "--min-experiments must be 0 or more", false;
+  if (args.baseline != "pooled" && args.baseline != "line") {
+    return error = "--baseline must be 'pooled' or 'line'", false;
+  }
+  if (args.compare && args.files.size() != 2) return error = "--compare takes two profiles: BEFORE AFTER", false;
   if (args.files.empty()) args.files.push_back("profile.coz");
   return true;
 }
@@ -89,6 +105,32 @@ void print_warnings(const analysis::Profile& profile) {
   for (size_t i = 0; i < shown; ++i) std::cerr << "coz report: warning: " << profile.warnings[i] << '\n';
   uint64_t rest = profile.warnings.size() - shown + profile.warnings_dropped;
   if (rest > 0) std::cerr << fmt::format("coz report: ... and {} more warning{}\n", rest, rest == 1 ? "" : "s");
+}
+
+// Reads every file before any output, so a missing file stops early.
+bool read_all(const std::vector<std::string>& files, analysis::Profile& profile, std::string& error) {
+  for (const std::string& file : files) {
+    analysis::Profile one;
+    if (!analysis::read_profile_file(file, one)) {
+      error = one.warnings.empty() ? "cannot open " + file : one.warnings.back();
+      return false;
+    }
+    analysis::merge_profile(profile, std::move(one));
+  }
+  return true;
+}
+
+// A --point that names nothing is a typo worth stopping for.
+bool check_point(const std::string& point, const analysis::Analysis& result, std::string& error) {
+  if (point.empty() || result.experiments == 0) return true;
+  std::string known;
+  for (const analysis::PointSummary& p : result.points) {
+    if (p.name == point) return true;
+    known += (known.empty() ? "" : ", ") + p.name;
+  }
+  error = fmt::format("no progress point named '{}' in the profile (points: {})", point,
+                      known.empty() ? "none" : known);
+  return false;
 }
 
 int fail(const std::string& message) {
@@ -108,39 +150,48 @@ int report_main(int argc, char** argv) {
     return 0;
   }
 
-  analysis::Profile profile;
-  for (const std::string& file : args.files) {
-    analysis::Profile one;
-    // Read each file alone first so a missing file stops before any output.
-    if (!analysis::read_profile_file(file, one)) {
-      return fail(one.warnings.empty() ? "cannot open " + file : one.warnings.back());
-    }
-    std::move(one.experiments.begin(), one.experiments.end(), std::back_inserter(profile.experiments));
-    for (const auto& [location, count] : one.samples) profile.samples[location] += count;
-    profile.runtime_ns += one.runtime_ns;
-    std::move(one.warnings.begin(), one.warnings.end(), std::back_inserter(profile.warnings));
-    profile.warnings_dropped += one.warnings_dropped;
-  }
-
   analysis::AnalysisOptions options;
   options.point = args.point;
   options.min_experiments = static_cast<uint64_t>(args.min_experiments);
-  analysis::Analysis result = analysis::analyze(profile, options);
-  if (!args.point.empty() && result.experiments > 0 &&
-      std::find(result.points.begin(), result.points.end(), args.point) == result.points.end()) {
-    std::string known;
-    for (const std::string& p : result.points) known += (known.empty() ? "" : ", ") + p;
-    return fail(fmt::format("no progress point named '{}' in the profile (points: {})", args.point,
-                            known.empty() ? "none" : known));
-  }
+  options.baseline = args.baseline == "line" ? analysis::Baseline::Line : analysis::Baseline::Pooled;
 
-  print_warnings(profile);
   analysis::TextReportOptions text;
   text.top = static_cast<size_t>(args.top);
   bool tty = isatty(STDOUT_FILENO) == 1;
   text.colour = tty && !args.no_color && std::getenv("NO_COLOR") == nullptr;
   text.width = tty ? terminal_width() : default_width;
-  analysis::write_text_report(std::cout, result, text);
+
+  if (args.compare) {
+    analysis::Profile before;
+    analysis::Profile after;
+    if (!read_all({args.files[0]}, before, error) || !read_all({args.files[1]}, after, error)) return fail(error);
+    analysis::Analysis a = analysis::analyze(before, options);
+    analysis::Analysis b = analysis::analyze(after, options);
+    if (!check_point(args.point, a, error) && !check_point(args.point, b, error)) return fail(error);
+    print_warnings(before);
+    print_warnings(after);
+    analysis::Comparison c = analysis::compare(a, b);
+    if (args.json) {
+      std::cout << analysis::to_json(c, a, b, {args.files[0]}, {args.files[1]});
+    } else {
+      analysis::write_compare_report(std::cout, c, {args.files[0], args.files[1], a.experiments, b.experiments},
+                                     text);
+    }
+    std::cout.flush();
+    return 0;
+  }
+
+  analysis::Profile profile;
+  if (!read_all(args.files, profile, error)) return fail(error);
+  analysis::Analysis result = analysis::analyze(profile, options);
+  if (!check_point(args.point, result, error)) return fail(error);
+
+  print_warnings(profile);
+  if (args.json) {
+    std::cout << analysis::to_json(result);
+  } else {
+    analysis::write_text_report(std::cout, result, text);
+  }
   std::cout.flush();
   return 0;
 }

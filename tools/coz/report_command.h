@@ -1,4 +1,5 @@
-// `coz report [options] [profile.coz ...]`: ranked text table of a profile.
+// `coz report [options] [profile.coz ...]`: ranked table (or --json) of the merged
+// profiles; `coz report --compare BEFORE AFTER`: their differences.
 #pragma once
 
 namespace coz {

@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""Second, independent implementation of docs/analysis.md, written from the
+document (not from the C++), used to write the test vectors' expected.json.
+
+    test/vectors/reference.py DIR      # prints the analysis of DIR's inputs
+    test/vectors/reference.py --write DIR...   # (re)writes DIR/expected.json
+
+Each vector directory holds its profile files and an `inputs.txt` listing
+them (one per line, in reading order); expected.json records them too. The
+C++ (test/unit/analysis_test.cpp) and the viewer compare their output with
+expected.json; this script is only how the expected values were produced.
+"""
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+Z = 1.959963984540054
+H = 0.025
+NAN = float("nan")
+
+
+def parse_count(v):
+    if v is None:
+        raise ValueError("missing")
+    if re.fullmatch(r"[0-9]+", v):
+        return int(v)
+    d = float(v)  # JSON numbers such as 118.0 or 1.2e8
+    if not math.isfinite(d) or d < 0 or d != math.floor(d):
+        raise ValueError("bad")
+    return int(d)
+
+
+def split(line):
+    t = line.strip(" \t\r\n")
+    if t.startswith("{"):
+        obj = json.loads(t)
+        if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+            raise ValueError("json")
+        fields = {}
+        for k, v in obj.items():
+            if isinstance(v, (dict, list)):
+                continue
+            if isinstance(v, bool):
+                v = "true" if v else "false"
+            elif v is None:
+                v = "null"
+            elif isinstance(v, float) and v == int(v) and "e" not in repr(v):
+                v = repr(v)
+            fields[k] = str(v)
+        typ = obj["type"]
+    else:
+        sep = "\t" if "\t" in line else " "
+        parts = [p.strip(" \t\r\n") for p in line.split(sep)]
+        parts = [p for p in parts if p]
+        if not parts:
+            raise ValueError("empty")
+        typ = parts[0]
+        fields = {}
+        for p in parts[1:]:
+            if "=" in p:
+                k, v = p.split("=", 1)
+                fields[k] = v
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", typ):
+        raise ValueError("type")
+    return typ, fields
+
+
+def read(files, base):
+    prof = dict(experiments=[], samples={}, functions={}, stacks={}, blocked={}, runtime=0, warnings=[])
+    for name in files:
+        data = (base / name).read_bytes().decode("utf-8", "surrogateescape")
+        lines = data.split("\n")
+        last_incomplete = not data.endswith("\n") and data != ""
+        if data.endswith("\n"):
+            lines = lines[:-1]
+        current = None
+        for i, raw in enumerate(lines, 1):
+            line = raw[:-1] if raw.endswith("\r") else raw
+            if line.strip(" \t\r") == "":
+                continue
+            try:
+                typ, f = split(line)
+                if typ == "experiment":
+                    current = None
+                    sel = f.get("selected")
+                    if not sel:
+                        raise ValueError("selected")
+                    sp = float(f["speedup"])
+                    if not math.isfinite(sp) or not (0 <= sp <= 1):
+                        raise ValueError("speedup")
+                    e = dict(selected=sel, speedup=sp, duration=parse_count(f.get("duration")),
+                             tp=[], lat=[])
+                    parse_count(f.get("selected-samples"))
+                    prof["experiments"].append(e)
+                    current = e
+                elif typ in ("throughput-point", "progress-point"):
+                    n = f.get("name")
+                    if not n:
+                        raise ValueError("name")
+                    d = parse_count(f.get("delta"))
+                    if current is None:
+                        raise ValueError("orphan")
+                    current["tp"].append((n, d))
+                elif typ == "latency-point":
+                    n = f.get("name")
+                    if not n:
+                        raise ValueError("name")
+                    a = parse_count(f.get("arrivals"))
+                    parse_count(f.get("departures"))
+                    mif = f.get("mean-in-flight")
+                    if mif is not None:
+                        mif = float(mif)
+                        if not math.isfinite(mif) or mif < 0:
+                            raise ValueError("mif")
+                    if mif is None or "difference" in f:
+                        diff = int(f["difference"])
+                    if current is None:
+                        raise ValueError("orphan")
+                    current["lat"].append((n, a, mif if mif is not None else float(diff)))
+                elif typ == "samples":
+                    loc = f.get("location")
+                    if not loc:
+                        raise ValueError("location")
+                    c = parse_count(f.get("count"))
+                    prof["samples"][loc] = prof["samples"].get(loc, 0) + c
+                    if f.get("function"):
+                        prof["functions"][loc] = f["function"]
+                elif typ == "stack":
+                    fr = f.get("frames")
+                    if not fr:
+                        raise ValueError("frames")
+                    c = parse_count(f.get("count"))
+                    prof["stacks"][fr] = prof["stacks"].get(fr, 0) + c
+                elif typ == "blocked":
+                    s, k = f.get("site"), f.get("kind")
+                    if not s or not k:
+                        raise ValueError("site")
+                    t, c = parse_count(f.get("time")), parse_count(f.get("count"))
+                    b = prof["blocked"].setdefault((s, k), [0, 0])
+                    b[0] += t
+                    b[1] += c
+                elif typ == "runtime":
+                    prof["runtime"] += parse_count(f.get("time"))
+            except (ValueError, KeyError, json.JSONDecodeError):
+                prof["warnings"].append({"file": name, "line": i})
+        del last_incomplete
+    return prof
+
+
+def ratio(c):
+    return c["y"] / c["x"]
+
+
+def analyze(prof):
+    obs = {}  # (name, kind) -> list of (line, bucket, x, y, d)
+    for e in prof["experiments"]:
+        b = int(math.floor(e["speedup"] * 20 + 0.5))
+        for n, d in e["tp"]:
+            obs.setdefault((n, "throughput"), []).append((e["selected"], b, d, float(e["duration"]), e["duration"]))
+        for n, a, L in e["lat"]:
+            lst = obs.setdefault((n, "latency"), [])
+            if e["duration"] > 0:
+                lst.append((e["selected"], b, a, e["duration"] * L, e["duration"]))
+    total = sum(prof["samples"].values())
+    points, effects = [], []
+    for (name, kind) in sorted(obs):
+        ol = obs[(name, kind)]
+        cells, base = {}, dict(n=0, x=0, y=0.0, d=0)
+        for line, b, x, y, d in ol:
+            for c in ([cells.setdefault((line, b), dict(n=0, x=0, y=0.0, d=0))] + ([base] if b == 0 else [])):
+                c["n"] += 1; c["x"] += x; c["y"] += y; c["d"] += d
+        s, N, K = 0.0, 0, set()
+        for line, b, x, y, d in ol:
+            c = cells[(line, b)]
+            if c["x"] == 0:
+                continue
+            R = ratio(c)
+            if not R > 0:
+                continue
+            if kind == "throughput":
+                m = y / R
+                if not m > 0:
+                    continue
+                t = (x - m) * (x - m) / m
+            else:
+                if x == 0:
+                    continue
+                e_ = y - R * x
+                t = e_ * e_ / (R * R * x)
+            s += t; N += 1; K.add((line, b))
+        dof = N - len(K)
+        phi = s / dof if dof > 0 else NAN
+        usable = base["x"] > 0 and ratio(base) > 0
+        points.append(dict(name=name, kind=kind, experiments=len(ol), dispersion=phi, dispersion_dof=dof,
+                           baseline_ns=ratio(base) if usable else NAN, baseline_experiments=base["n"],
+                           baseline_visits=base["x"]))
+        for line in sorted({k[0] for k in cells}):
+            mine = sorted((b, c) for (l, b), c in cells.items() if l == line)
+            eff = dict(line=line, point=name, kind=kind, experiments=sum(c["n"] for _, c in mine),
+                       samples=prof["samples"].get(line, 0), function=prof["functions"].get(line, ""),
+                       impact=0.0, impact_se=NAN, impact_low=NAN, impact_high=NAN, slope=NAN, slope_se=NAN,
+                       slope_low=NAN, slope_high=NAN, max_effect=0.0, experiments_needed=None,
+                       measured=False, baseline="none", baseline_ns=NAN, curve=[], label="unmeasured")
+            eff["sample_share"] = eff["samples"] / total if total > 0 else 0.0
+            effects.append(eff)
+            if not usable:
+                continue
+            R0, X0 = ratio(base), float(base["x"])
+            eff["baseline"], eff["baseline_ns"] = "pooled", R0
+            meas = []
+            for b, c in mine:
+                if c["x"] == 0:
+                    continue
+                R = ratio(c); r = R / R0; ps = 1.0 - r
+                se = r * math.sqrt(phi * (1.0 / c["x"] + 1.0 / X0)) if b > 0 else NAN
+                eff["curve"].append(dict(line_speedup=b / 20, program_speedup=ps, se=se, low=ps - Z * se,
+                                         high=ps + Z * se, experiments=c["n"], visits=c["x"],
+                                         duration_ns=c["d"], value_ns=R))
+                if b > 0:
+                    meas.append((b / 20, ps, r, float(c["x"])))
+            if not meas:
+                continue
+            eff["measured"] = True
+            m = len(meas); sm = meas[-1][0]
+            trap = []
+            for k in range(m):
+                prev = meas[k - 1][0] if k > 0 else 0.0
+                nxt = meas[k + 1][0] if k + 1 < m else meas[k][0]
+                trap.append((nxt - prev) / (2.0 * sm))
+            D = 0.0
+            for s_, _, _, x in meas:
+                D += x * s_ * s_
+            slope_a = [x * s_ / D for s_, _, _, x in meas]
+
+            def comb(a):
+                v = sq = lin = 0.0
+                for k, (s_, dlt, r, x) in enumerate(meas):
+                    v += a[k] * dlt
+                    sq += a[k] * a[k] * r * r / x
+                    lin += a[k] * r
+                return v, math.sqrt(phi * (sq + lin * lin / X0)) if not math.isnan(phi) else NAN
+            iv, ise = comb(trap)
+            sv, sse = comb(slope_a)
+            eff.update(impact=iv, impact_se=ise, impact_low=iv - Z * ise, impact_high=iv + Z * ise,
+                       slope=sv, slope_se=sse, slope_low=sv - Z * sse, slope_high=sv + Z * sse,
+                       max_effect=max(p[1] for p in meas))
+            if math.isnan(phi):
+                eff["label"] = "insufficient-data"
+                continue
+            half = Z * ise
+            if eff["impact_low"] > 0:
+                eff["label"] = "positive"
+            elif eff["impact_high"] < 0:
+                eff["label"] = "negative"
+            elif half <= H:
+                eff["label"] = "no-effect"
+            else:
+                eff["label"] = "undecided"
+            if eff["label"] != "undecided":
+                eff["experiments_needed"] = 0
+            else:
+                qe = half / abs(iv) if abs(iv) > 0 else math.inf
+                qh = half / H
+                f = min(qe * qe, qh * qh)
+                eff["experiments_needed"] = int(min(max(math.ceil(eff["experiments"] * (f - 1.0)), 1), 1e9))
+    effects.sort(key=lambda e: (not e["measured"], -e["impact"], -e["max_effect"], e["line"], e["point"], e["kind"]))
+    lines = sorted(({"location": l, "function": prof["functions"].get(l, ""), "samples": c,
+                     "share": c / total if total else 0.0} for l, c in prof["samples"].items()),
+                   key=lambda x: (-x["samples"], x["location"]))
+    funcs = {}
+    for l, c in prof["samples"].items():
+        fn = prof["functions"].get(l)
+        if fn:
+            f = funcs.setdefault(fn, {"function": fn, "samples": 0, "share": 0.0, "lines": 0})
+            f["samples"] += c; f["lines"] += 1
+    for f in funcs.values():
+        f["share"] = f["samples"] / total if total else 0.0
+    stotal = sum(prof["stacks"].values())
+    stacks = sorted(({"frames": fr.split(";"), "raw": fr, "count": c, "share": c / stotal if stotal else 0.0}
+                     for fr, c in prof["stacks"].items()), key=lambda s: (-s["count"], s["raw"]))
+    for s_ in stacks:
+        del s_["raw"]
+    blocked = sorted(({"site": s, "kind": k, "time_ns": v[0], "count": v[1]} for (s, k), v in prof["blocked"].items()),
+                     key=lambda b: (-b["time_ns"], b["site"], b["kind"]))
+    return {"experiments": len(prof["experiments"]), "runtime_ns": prof["runtime"], "total_samples": total,
+            "points": points, "effects": effects,
+            "profile": {"lines": lines, "functions": sorted(funcs.values(), key=lambda f: (-f["samples"], f["function"])),
+                        "stacks": stacks, "blocked": blocked},
+            "warnings": prof["warnings"]}
+
+
+def clean(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: clean(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [clean(x) for x in v]
+    return v
+
+
+def vector(d):
+    d = Path(d)
+    inputs = [l.strip() for l in (d / "inputs.txt").read_text().splitlines() if l.strip()]
+    return inputs, clean(analyze(read(inputs, d)))
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if args and args[0] == "--write":
+        for d in args[1:]:
+            inputs, result = vector(d)
+            comment = (Path(d) / "README").read_text().strip().splitlines() if (Path(d) / "README").exists() else []
+            out = {"comment": comment, "tolerance": 1e-9, "inputs": inputs}
+            out.update(result)
+            (Path(d) / "expected.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    else:
+        print(json.dumps(vector(args[0])[1], indent=1))
