@@ -4,6 +4,7 @@
 
 #include <fmt/core.h>
 
+#include "plot_command.h"
 #include "report_command.h"
 #include "run_command.h"
 
@@ -15,6 +16,7 @@ constexpr const char* usage =
     "commands:\n"
     "  run [options] --- PROGRAM [ARGS...]   profile PROGRAM, appending experiments to profile.coz\n"
     "  report [options] [PROFILE...]         rank lines by their measured effect on progress points\n"
+    "  plot [options] [PROFILE...]           write one self-contained HTML page to explore the profile\n"
     "\n"
     "`coz <command> --help` describes a command's options.\n";
 
@@ -28,6 +30,7 @@ int main(int argc, char** argv) {
   std::string_view command = argv[1];
   if (command == "run") return coz::cli::run_main(argc - 1, argv + 1);
   if (command == "report") return coz::report_main(argc - 1, argv + 1);
+  if (command == "plot") return coz::plot_main(argc - 1, argv + 1);
   if (command == "-h" || command == "--help" || command == "help") {
     fmt::print("{}", usage);
     return 0;
@@ -36,6 +39,6 @@ int main(int argc, char** argv) {
     fmt::print("coz 0.1.0\n");
     return 0;
   }
-  fmt::print(stderr, "coz: unknown command '{}' (commands: run, report; see coz --help)\n", command);
+  fmt::print(stderr, "coz: unknown command '{}' (commands: run, report, plot; see coz --help)\n", command);
   return 2;
 }

@@ -15,6 +15,14 @@ if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
   missing+=(cargo)
 fi
 
+# The viewer is built with node/npm (any install on PATH counts, e.g. nodesource
+# or nvm) and tested in Debian's headless chromium.
+if ! command -v node >/dev/null 2>&1 && ! command -v nodejs >/dev/null 2>&1; then
+  missing+=(nodejs)
+fi
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"

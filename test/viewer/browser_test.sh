@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Viewer in Debian's headless Chromium: `coz plot` writes a report from the
+# given profiles, Chromium loads it (offline, fresh profile dir), and the
+# rendered DOM must hold the ranked lines, their plots and the conventional
+# profile. A screenshot is left in OUTDIR for people to look at.
+#
+#   browser_test.sh COZ OUTDIR TOP_LINE PROFILE... [--max-render-ms N]
+# TOP_LINE: the FILE:LINE expected as rank #1 (- for any). Exit 77 (skipped) without chromium.
+set -euo pipefail
+coz="$1" out="$2" top="$3"
+shift 3
+profiles=() max_ms=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --max-render-ms) max_ms="$2"; shift 2 ;;
+    *) profiles+=("$1"); shift ;;
+  esac
+done
+
+browser="$(command -v chromium || command -v chromium-browser || true)"
+if [ -z "$browser" ]; then
+  echo "SKIP: chromium is not installed (tools/scripts/install-deps.sh installs it)"
+  exit 77
+fi
+
+rm -rf "$out"
+mkdir -p "$out"
+report="$out/report.html"
+printed="$("$coz" plot "${profiles[@]}" -o "$report")"
+[ "$printed" = "$report" ] || { echo "FAIL: coz plot printed '$printed', expected '$report'"; exit 1; }
+
+chrome() {
+  # A fresh user-data-dir per run; no network, no first-run or sync machinery.
+  timeout 90 "$browser" --headless --no-sandbox --disable-gpu --disable-background-networking \
+    --disable-component-update --disable-sync --no-first-run --disable-default-apps \
+    --user-data-dir="$(mktemp -d "$out/chrome.XXXXXX")" --virtual-time-budget=10000 \
+    --window-size=1400,1100 "$@" 2>"$out/chromium.log"
+}
+url="file://$(realpath "$report")"
+chrome --dump-dom "$url" >"$out/dom.html"
+chrome --screenshot="$out/screenshot.png" "$url" >/dev/null
+
+fail() { echo "FAIL: $1 (DOM: $out/dom.html)"; exit 1; }
+dom="$out/dom.html"
+grep -q 'data-ready="true"' "$dom" || fail "the viewer did not start"
+if [ "$top" != "-" ]; then
+  grep -q "id=\"effect-1\"[^>]*data-line=\"$top\"" "$dom" || fail "rank #1 is not $top"
+fi
+grep -q 'class="curve-plot"' "$dom" || fail "no plot was rendered"
+grep -q 'class="band"' "$dom" || fail "no interval band in the plots"
+grep -q 'id="conventional-lines"' "$dom" || fail "no conventional profile table"
+grep -q 'class="axis-label"[^>]*>Program speedup</text>' "$dom" || fail "plots have no axis label"
+# (The page's own script holds the messages too: look at rendered elements only.)
+grep -q '<section id="empty-message" hidden="">' "$dom" || fail "the page says the profile is empty"
+for p in "${profiles[@]}"; do
+  grep -q "class=\"chip\" title=\"$(basename "$p")\"" "$dom" || fail "$(basename "$p") is not listed as loaded"
+done
+if [ -n "$max_ms" ]; then
+  ms="$(grep -ao 'data-render-ms="[0-9]*"' "$dom" | grep -o '[0-9]*' | head -1)"
+  [ -n "$ms" ] && [ "$ms" -le "$max_ms" ] || fail "analysis and first render took ${ms:-?} ms (limit $max_ms)"
+  echo "analysis and first render: $ms ms"
+fi
+[ -s "$out/screenshot.png" ] || fail "no screenshot"
+if grep -q '^stack' "${profiles[@]}"; then
+  chrome --dump-dom "$url#tab=stacks" >"$out/dom-stacks.html"
+  grep -q 'id="flame-graph"' "$out/dom-stacks.html" || fail "no flame graph from the stack records"
+  chrome --screenshot="$out/screenshot-stacks.png" "$url#tab=stacks" >/dev/null
+fi
+echo "ok: $(grep -o 'class="effect ' "$dom" | wc -l) ranked cards, $(grep -o 'class="curve-plot"' "$dom" | wc -l) plots drawn; screenshot $out/screenshot.png"

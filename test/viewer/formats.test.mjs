@@ -1,0 +1,117 @@
+// The viewer's reader on each record form it must accept: ours, Coz's
+// tab-separated file (with the older `progress-point`), Coz's JSON-lines, and
+// the viewer-only records of the conventional profile.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { analyze, emptyProfile, flameTree, formatWarning, mergeProfile, readProfile } from "../../viewer/dist/node/analysis.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const read = (text, name = "t.coz") => {
+  const p = emptyProfile();
+  readProfile(text, name, p);
+  return p;
+};
+
+test("basic vector warns about the skipped experiment only (as the C++ reader)", () => {
+  const path = join(here, "..", "vectors", "basic", "profile.coz");
+  const p = read(readFileSync(path, "utf8"), path);
+  assert.deepEqual(p.warnings.map((w) => w.line), [32, 33]);
+  assert.match(formatWarning(p.warnings[0]), /basic\/profile\.coz:32: experiment record: negative duration, skipped/);
+  assert.match(formatWarning(p.warnings[1]), /basic\/profile\.coz:33: point record after a skipped experiment, skipped/);
+});
+
+test("a profile written by Coz (tab format, progress-point) is analysed", () => {
+  const path = join(here, "coz-format.coz");
+  const p = read(readFileSync(path, "utf8"), path);
+  assert.deepEqual(p.warnings, []);
+  const a = analyze(p);
+  assert.deepEqual(a.points.map((q) => [q.name, q.kind, q.experiments, q.baseline_experiments]), [["main.cpp:22", "throughput", 5, 3]]);
+  const top = a.effects[0];
+  assert.equal(top.line, "/home/user/app/main.cpp:15");
+  assert.ok(top.measured);
+  // Pooled P(0) = 300 ms / 150 = 2 ms; P(0.5) = 100 ms / 80 = 1.25 ms -> +37.5%
+  assert.equal(top.baseline, "pooled");
+  assert.ok(Math.abs(top.curve.find((c) => c.line_speedup === 0.5).program_speedup - 0.375) < 1e-12);
+  assert.equal(a.total_samples, 130);
+});
+
+test("Coz's JSON-lines form reads like the tab form", () => {
+  const tab = read(readFileSync(join(here, "coz-format.coz"), "utf8"));
+  const json = read(readFileSync(join(here, "coz-format.jsonl"), "utf8"));
+  assert.deepEqual(json.warnings, []);
+  assert.deepEqual(analyze(json), analyze(tab));
+});
+
+test("JSON oddities: nested values skipped, numbers as 1.2e1, bad lines warned", () => {
+  const p = read(
+    '{"type":"experiment","selected":"a.cpp:3","speedup":0.2,"duration":123,"selected-samples":4}\n' +
+      '{"type":"latency-point","name":"r","arrivals":5,"departures":4,"difference":-1,"extra":{"nested":[1,2,"]"]},"flag":true}\n' +
+      '{"type":"samples","location":"a.cpp:3","count":1.2e1}\n' +
+      '{"type":"throughput-point","name":"q","delta":"seven"}\n' +
+      '{"name":"q","delta":7}\n',
+  );
+  assert.equal(p.experiments.length, 1);
+  assert.equal(p.experiments[0].latency[0].difference, -1);
+  assert.equal(p.samples.get("a.cpp:3"), 12);
+  assert.deepEqual(p.warnings.map(formatWarning), [
+    "t.coz:4: throughput-point record: bad delta='seven', skipped",
+    't.coz:5: JSON record without a "type" key, skipped',
+  ]);
+});
+
+test("a cut-off last line is reported as truncated", () => {
+  const p = read('experiment\tselected=a.c:1\tspeedup=0.00\tduration=5\tselected-samples=1\nthroughput-point\tname=p\tdel');
+  assert.deepEqual(p.warnings.map(formatWarning), ["t.coz:2: truncated last line (missing delta=), skipped"]);
+});
+
+test("conventional profile: functions, stacks and blocked time are summed", () => {
+  const p = read(
+    [
+      "samples\tlocation=/s/a.cpp:10\tcount=6\tfunction=work(int)",
+      "samples\tlocation=/s/a.cpp:11\tcount=2\tfunction=work(int)",
+      "samples\tlocation=/bin/tool:helper\tcount=2",
+      "stack\tframes=/s/m.cpp:5;/s/a.cpp:10\tcount=4",
+      "stack\tframes=/s/m.cpp:5;/s/a.cpp:11\tcount=2",
+      "stack\tframes=/s/m.cpp:5;/s/a.cpp:10\tcount=2",
+      "blocked\tsite=/s/q.cpp:7\tkind=mutex\ttime=3000\tcount=3",
+      "blocked\tsite=/s/q.cpp:7\tkind=mutex\ttime=1000\tcount=1",
+      "blocked\tsite=?\tkind=sleep\ttime=9000\tcount=1",
+      "",
+    ].join("\n"),
+  );
+  assert.deepEqual(p.warnings, []);
+  const a = analyze(p);
+  const c = a.profile;
+  assert.equal(a.total_samples, 10);
+  assert.deepEqual(c.lines.map((l) => [l.location, l.function, l.samples]), [
+    ["/s/a.cpp:10", "work(int)", 6],
+    ["/bin/tool:helper", "", 2],
+    ["/s/a.cpp:11", "work(int)", 2],
+  ]);
+  assert.deepEqual(c.functions.map((f) => [f.function, f.samples, f.lines, f.share]), [["work(int)", 8, 2, 0.8]]);
+  assert.deepEqual(c.stacks.map((s) => [s.frames, s.count, s.share]), [
+    [["/s/m.cpp:5", "/s/a.cpp:10"], 6, 0.75],
+    [["/s/m.cpp:5", "/s/a.cpp:11"], 2, 0.25],
+  ]);
+  const flame = flameTree(c.stacks);
+  assert.equal(flame.value, 8);
+  assert.equal(flame.children[0].name, "/s/m.cpp:5");
+  assert.deepEqual(flame.children[0].children.map((n) => [n.name, n.value]), [["/s/a.cpp:10", 6], ["/s/a.cpp:11", 2]]);
+  assert.deepEqual(c.blocked.map((b) => [b.site, b.kind, b.time_ns, b.count]), [["?", "sleep", 9000, 1], ["/s/q.cpp:7", "mutex", 4000, 4]]);
+});
+
+test("several profiles merge like one", () => {
+  const text = readFileSync(join(here, "coz-format.coz"), "utf8");
+  const lines = text.split("\n");
+  const cut = lines.findIndex((l, i) => i > 5 && l.startsWith("experiment"));
+  const merged = emptyProfile();
+  mergeProfile(merged, read(lines.slice(0, cut).join("\n") + "\n", "a.coz"));
+  mergeProfile(merged, read(lines.slice(cut).join("\n"), "b.coz"));
+  const strip = (a) => ({ ...a, warnings: [] });
+  assert.deepEqual(strip(analyze(merged)), strip(analyze(read(text))));
+  assert.deepEqual(merged.sources, ["a.coz", "b.coz"]);
+});

@@ -1,0 +1,312 @@
+// `coz plot`: copies the viewer page (coz-viewer.html, built from viewer/)
+// with the profile texts embedded, so the report opens offline anywhere and the
+// viewer analyses the raw records itself (the same formulas as `coz report`).
+#include "plot_command.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+extern char** environ;
+
+namespace coz {
+namespace {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+// The viewer's page holds this marker exactly once (viewer/build.mjs checks it).
+constexpr std::string_view embed_marker = "<!--COZ-EMBEDDED-PROFILES-->";
+constexpr const char* viewer_file = "coz-viewer.html";
+// Where `cmake --install` puts the page, relative to the installed `coz`.
+constexpr const char* installed_viewer_relative = "../share/coz/coz-viewer.html";
+// Tried in this order by --open.
+constexpr const char* browsers[] = {"xdg-open", "sensible-browser", "chromium"};
+
+struct PlotArgs {
+  std::vector<std::string> files;
+  std::string output;
+  bool open = false;
+  bool help = false;
+};
+
+int fail(const std::string& message) {
+  std::cerr << "coz plot: " << message << '\n';
+  return 2;
+}
+
+po::options_description visible_options(PlotArgs& args) {
+  po::options_description opts("Options");
+  opts.add_options()
+      ("output,o", po::value(&args.output)->value_name("FILE"),
+       "the HTML file to write (default: the first profile's name with .html)")
+      ("open", po::bool_switch(&args.open), "open the page in a browser when one is available")
+      ("help,h", po::bool_switch(&args.help), "show this help");
+  return opts;
+}
+
+bool parse(int argc, char** argv, PlotArgs& args, const po::options_description& visible, std::string& error) {
+  po::options_description all;
+  all.add(visible).add_options()("profile", po::value(&args.files)->composing());
+  po::positional_options_description positional;
+  positional.add("profile", -1);
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {  // program_options reports bad input by throwing
+    error = e.what();
+    return false;
+  }
+  if (args.files.empty()) args.files.push_back("profile.coz");
+  if (args.output.empty()) {
+    fs::path first(args.files.front());
+    args.output = first.replace_extension(".html").string();
+  }
+  return true;
+}
+
+std::string directory_of_self() {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return {};
+  return fs::path(std::string(self, static_cast<size_t>(n))).parent_path().string();
+}
+
+/// coz-viewer.html next to this executable (build tree), or the installed one.
+std::optional<std::string> find_viewer() {
+  std::string dir = directory_of_self();
+  if (dir.empty()) return std::nullopt;
+  for (const std::string& candidate : {dir + "/" + viewer_file, dir + "/" + installed_viewer_relative}) {
+    if (access(candidate.c_str(), R_OK) == 0) return candidate;
+  }
+  return std::nullopt;
+}
+
+bool read_file(const std::string& path, std::string& out, std::string& error) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return error = fmt::format("cannot read {}: Is a directory", path), false;
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = fmt::format("cannot read {}: {}", path, errno != 0 ? std::strerror(errno) : "unknown error");
+    return false;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return error = fmt::format("cannot read {}: read error", path), false;
+  out = std::move(ss).str();
+  return true;
+}
+
+// Written next to the target and renamed over it, so a failed write never
+// leaves half a report where a good one was.
+bool write_file(const std::string& path, const std::string& data, std::string& error) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return error = fmt::format("cannot write {}: Is a directory", path), false;
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return error = fmt::format("cannot write {}: {}", path, std::strerror(errno)), false;
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error = fmt::format("cannot write {}: {}", path, n < 0 ? std::strerror(errno) : "short write");
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = fmt::format("cannot write {}: {}", path, std::strerror(errno));
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+std::optional<std::string> find_in_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat st{};
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+/// Starts a browser on `file` in its own session, output discarded, not waited for.
+void open_in_browser(const std::string& file) {
+  if (std::getenv("DISPLAY") == nullptr && std::getenv("WAYLAND_DISPLAY") == nullptr) {
+    std::cerr << fmt::format("coz plot: no display to open a browser on; open {} in a browser\n", file);
+    return;
+  }
+  for (const char* name : browsers) {
+    std::optional<std::string> browser = find_in_path(name);
+    if (!browser) continue;
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+    std::string arg0 = name;
+    std::string arg1 = file;
+    char* child_argv[] = {arg0.data(), arg1.data(), nullptr};
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, browser->c_str(), &actions, &attr, child_argv, environ);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc == 0) return;
+  }
+  std::cerr << fmt::format("coz plot: no browser found (tried xdg-open, sensible-browser, chromium); open {} in a browser\n",
+                           file);
+}
+
+// Appends the code point at s[i] as UTF-8 if it is valid and returns its
+// length, else 0.
+size_t valid_utf8(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char b = byte(i);
+  size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  uint32_t cp = n == 1 ? b : n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 0x07);
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  // Overlong forms, surrogates and values past U+10FFFF are invalid UTF-8.
+  static constexpr uint32_t min_for_length[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < min_for_length[n] || (cp >= 0xD800 && cp < 0xE000) || cp > 0x10FFFF) return 0;
+  return n;
+}
+
+}  // namespace
+
+std::string html_safe_json_string(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size() + bytes.size() / 8 + 2);
+  out += '"';
+  for (size_t i = 0; i < bytes.size();) {
+    unsigned char c = static_cast<unsigned char>(bytes[i]);
+    if (c >= 0x80) {
+      size_t n = valid_utf8(bytes, i);
+      if (n == 0) {
+        out += "\\ufffd";
+        ++i;
+      } else {
+        out.append(bytes.substr(i, n));
+        i += n;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      // `</script>` and `<!--` must not appear inside the <script> element.
+      case '<': out += "\\u003c"; break;
+      case '>': out += "\\u003e"; break;
+      case '&': out += "\\u0026"; break;
+      default:
+        if (c < 0x20 || c == 0x7F) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+    ++i;
+  }
+  out += '"';
+  return out;
+}
+
+bool embed_profiles(const std::string& viewer_html, const std::vector<EmbeddedProfile>& profiles,
+                    std::string& out) {
+  size_t at = viewer_html.find(embed_marker);
+  if (at == std::string::npos) return false;
+  std::string json = "[";
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    if (i > 0) json += ",\n";
+    json += "{\"name\": " + html_safe_json_string(profiles[i].name) +
+            ", \"text\": " + html_safe_json_string(profiles[i].text) + "}";
+  }
+  json += "]";
+  out.clear();
+  out.reserve(viewer_html.size() + json.size() + 100);
+  out.append(viewer_html, 0, at);
+  out += "<script type=\"application/json\" id=\"coz-embedded\">";
+  out += json;
+  out += "</script>";
+  out.append(viewer_html, at + embed_marker.size());
+  return true;
+}
+
+int plot_main(int argc, char** argv) {
+  PlotArgs args;
+  po::options_description visible = visible_options(args);
+  std::string error;
+  if (!parse(argc, argv, args, visible, error)) return fail(error + " (see coz plot --help)");
+  if (args.help) {
+    std::cout << "Usage: coz plot [options] [PROFILE...]\n"
+                 "Writes one self-contained HTML page (the coz viewer with the profiles embedded)\n"
+                 "and prints its path. PROFILE defaults to profile.coz; several are shown merged.\n\n"
+              << visible;
+    return 0;
+  }
+
+  std::vector<EmbeddedProfile> profiles;
+  for (const std::string& file : args.files) {
+    EmbeddedProfile p;
+    p.name = fs::path(file).filename().string();
+    if (!read_file(file, p.text, error)) return fail(error);
+    profiles.push_back(std::move(p));
+  }
+
+  std::optional<std::string> viewer = find_viewer();
+  if (!viewer) {
+    return fail(fmt::format("{} not found next to coz or in {} (build the `viewer` target)", viewer_file,
+                            installed_viewer_relative));
+  }
+  std::string page;
+  if (!read_file(*viewer, page, error)) return fail(error);
+  std::string report;
+  if (!embed_profiles(page, profiles, report)) return fail(fmt::format("{} is not a coz viewer page", *viewer));
+  if (!write_file(args.output, report, error)) return fail(error);
+
+  std::cout << args.output << '\n';
+  std::cout.flush();
+  if (args.open) open_in_browser(fs::absolute(args.output).string());
+  return 0;
+}
+
+}  // namespace coz

@@ -1,0 +1,415 @@
+// The causal analysis, exactly as docs/analysis.md specifies it (the C++ in
+// tools/analysis/ implements the same document; test/vectors/ checks both).
+// Section numbers (§) refer to docs/analysis.md. The result has the shape of
+// `coz report --json` (§11), snake_case keys and all; undefined numbers are null.
+import { Profile } from "./profile";
+import { conventionalProfile, ConventionalProfile } from "./conventional";
+
+export type PointKind = "throughput" | "latency";
+export type BaselineMode = "pooled" | "line";
+export type BaselineSource = "pooled" | "line" | "none";
+export type Label = "unmeasured" | "insufficient-data" | "positive" | "negative" | "no-effect" | "undecided";
+
+export const z95 = 1.959963984540054; // two-sided 95%
+export const settleHalfWidth = 0.025; // ±2.5 percentage points settles "no effect"
+export const speedupStepsPerUnit = 20; // the runtime's 5% grid
+export const maxExperimentsNeeded = 1e9; // beyond this, "never" in practice
+
+export interface CurvePoint {
+  line_speedup: number;
+  program_speedup: number;
+  se: number | null;
+  low: number | null;
+  high: number | null;
+  experiments: number;
+  visits: number; // X
+  duration_ns: number;
+  value_ns: number; // R
+  /** Viewer only: each experiment's own program speedup 1 - (y/x)/R0 (x > 0), for the raw points. */
+  raw: number[];
+}
+
+export interface LineEffect {
+  line: string;
+  point: string;
+  kind: PointKind;
+  label: Label;
+  impact: number;
+  impact_se: number | null;
+  impact_low: number | null;
+  impact_high: number | null;
+  slope: number | null;
+  slope_se: number | null;
+  slope_low: number | null;
+  slope_high: number | null;
+  max_effect: number;
+  experiments: number;
+  experiments_needed: number | null;
+  samples: number;
+  sample_share: number;
+  function: string;
+  measured: boolean;
+  baseline: BaselineSource;
+  baseline_ns: number | null;
+  curve: CurvePoint[];
+}
+
+export interface PointSummary {
+  name: string;
+  kind: PointKind;
+  experiments: number;
+  dispersion: number | null;
+  dispersion_dof: number;
+  baseline_ns: number | null;
+  baseline_experiments: number;
+  baseline_visits: number;
+}
+
+export interface Warning {
+  file: string;
+  line: number;
+  message: string;
+}
+
+export interface Analysis {
+  format: "coz-analysis";
+  version: 1;
+  settings: {
+    confidence: number;
+    z: number;
+    settle_half_width: number;
+    speedup_step: number;
+    baseline: BaselineMode;
+    point: string;
+    min_experiments: number;
+  };
+  experiments: number;
+  runtime_ns: number;
+  total_samples: number;
+  points: PointSummary[];
+  effects: LineEffect[];
+  profile: ConventionalProfile;
+  warnings: Warning[];
+}
+
+export interface AnalysisOptions {
+  baseline?: BaselineMode;
+  point?: string;
+  minExperiments?: number;
+}
+
+/** std::string order (UTF-8 bytes) = code point order; plain `<` is the same for ASCII. */
+export function compareStrings(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; ++i) {
+    const x = a.codePointAt(i)!;
+    const y = b.codePointAt(i)!;
+    if (x !== y) return x < y ? -1 : 1;
+    if (x > 0xffff) ++i;
+  }
+  return a.length - b.length;
+}
+
+// std::lround: half away from zero.
+const lround = (x: number) => Math.sign(x) * Math.round(Math.abs(x));
+// Kinds order by their names ("latency" < "throughput"), as the C++ compares them.
+const kindRank = (k: PointKind) => (k === "latency" ? 0 : 1);
+
+interface Obs {
+  x: number;
+  y: number;
+  cell: Cell;
+}
+
+class Cell {
+  n = 0;
+  X = 0;
+  Y = 0;
+  durationNs = 0;
+  obs: Obs[] = [];
+  constructor(readonly bucket: number) {}
+  /** R = Y / X, or null without an estimate. */
+  get R(): number | null {
+    return this.X > 0 ? this.Y / this.X : null;
+  }
+}
+
+interface PointData {
+  name: string;
+  kind: PointKind;
+  observations: Obs[]; // profile order
+  cells: Cell[];
+  lines: Map<string, Map<number, Cell>>; // line -> bucket -> cell, in first-seen order
+  base: { n: number; X: number; Y: number };
+}
+
+/** §3: Pearson's statistic over every cell of the point; null when N <= K. */
+function dispersion(p: PointData): { phi: number | null; dof: number } {
+  let sum = 0;
+  let N = 0;
+  const withTerm = new Set<Cell>();
+  for (const o of p.observations) {
+    const R = o.cell.R;
+    if (R === null || !(R > 0)) continue;
+    if (p.kind === "throughput") {
+      const m = o.y / R;
+      if (!(m > 0)) continue;
+      sum += ((o.x - m) * (o.x - m)) / m;
+    } else {
+      if (!(o.x > 0)) continue;
+      sum += ((o.y - R * o.x) * (o.y - R * o.x)) / (R * R * o.x);
+    }
+    ++N;
+    withTerm.add(o.cell);
+  }
+  const K = withTerm.size;
+  return { phi: N > K ? sum / (N - K) : null, dof: N - K };
+}
+
+/** §6: L = Σ a_k Δ_k and its interval, Var(L) = φ (Σ a² r² / X + (Σ a r)² / X0). */
+function linear(a: number[], m: CurvePoint[], r: number[], phi: number | null, X0: number) {
+  let L = 0;
+  let A = 0;
+  let B = 0;
+  for (let k = 0; k < m.length; ++k) {
+    L += a[k] * m[k].program_speedup;
+    A += (a[k] * a[k] * r[k] * r[k]) / m[k].visits;
+    B += a[k] * r[k];
+  }
+  if (phi === null) return { value: L, se: null, low: null, high: null };
+  const se = Math.sqrt(phi * (A + (B * B) / X0));
+  return { value: L, se, low: L - z95 * se, high: L + z95 * se };
+}
+
+function labelOf(e: LineEffect, phi: number | null): Label {
+  if (!e.measured) return "unmeasured";
+  if (phi === null || e.impact_low === null || e.impact_high === null || e.impact_se === null) return "insufficient-data";
+  if (e.impact_low > 0) return "positive";
+  if (e.impact_high < 0) return "negative";
+  return z95 * e.impact_se <= settleHalfWidth ? "no-effect" : "undecided";
+}
+
+/** §7: more experiments on this line until the interval settles. */
+function experimentsNeeded(e: LineEffect): number | null {
+  if (e.label === "unmeasured" || e.label === "insufficient-data") return null;
+  if (e.label !== "undecided") return 0;
+  const w = z95 * e.impact_se!;
+  const qe = Math.abs(e.impact) > 0 ? w / Math.abs(e.impact) : Infinity;
+  const qh = w / settleHalfWidth;
+  const f = Math.min(qe * qe, qh * qh);
+  return Math.min(maxExperimentsNeeded, Math.max(1, Math.ceil(e.experiments * (f - 1))));
+}
+
+function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: number | null, mode: BaselineMode): LineEffect {
+  const buckets = [...cells.keys()].sort((x, y) => x - y);
+  const e: LineEffect = {
+    line,
+    point: p.name,
+    kind: p.kind,
+    label: "unmeasured",
+    impact: 0,
+    impact_se: null,
+    impact_low: null,
+    impact_high: null,
+    slope: null,
+    slope_se: null,
+    slope_low: null,
+    slope_high: null,
+    max_effect: 0,
+    experiments: buckets.reduce((n, b) => n + cells.get(b)!.n, 0),
+    experiments_needed: null,
+    samples: 0,
+    sample_share: 0,
+    function: "",
+    measured: false,
+    baseline: "none",
+    baseline_ns: null,
+    curve: [],
+  };
+
+  // §4: the pooled baseline, or with --baseline line the line's own usable 0% cell.
+  let R0: number | null = null;
+  let X0 = 0;
+  const own = cells.get(0);
+  if (mode === "line" && own && own.X > 0 && own.R! > 0) {
+    R0 = own.R!;
+    X0 = own.X;
+    e.baseline = "line";
+  } else if (p.base.X > 0 && p.base.Y / p.base.X > 0) {
+    R0 = p.base.Y / p.base.X;
+    X0 = p.base.X;
+    e.baseline = "pooled";
+  }
+  if (R0 === null) {
+    e.label = "unmeasured";
+    return e;
+  }
+  e.baseline_ns = R0;
+
+  // §5: the curve.
+  const measured: CurvePoint[] = [];
+  const ratios: number[] = [];
+  for (const b of buckets) {
+    const c = cells.get(b)!;
+    const R = c.R;
+    if (R === null) continue;
+    const r = R / R0;
+    const point: CurvePoint = {
+      line_speedup: b / speedupStepsPerUnit,
+      program_speedup: 1 - r,
+      se: null,
+      low: null,
+      high: null,
+      experiments: c.n,
+      visits: c.X,
+      duration_ns: c.durationNs,
+      value_ns: R,
+      raw: c.obs.filter((o) => o.x > 0).map((o) => 1 - o.y / o.x / R0!),
+    };
+    if (b > 0) {
+      if (phi !== null) {
+        const se = r * Math.sqrt(phi * (1 / c.X + 1 / X0));
+        point.se = se;
+        point.low = point.program_speedup - z95 * se;
+        point.high = point.program_speedup + z95 * se;
+      }
+      measured.push(point);
+      ratios.push(r);
+    }
+    e.curve.push(point);
+  }
+
+  const m = measured.length;
+  if (m > 0) {
+    e.measured = true;
+    e.max_effect = Math.max(...measured.map((q) => q.program_speedup));
+    // §6 impact: trapezoid from (0, 0), as coefficients.
+    const s = (k: number) => (k === 0 ? 0 : measured[k - 1].line_speedup); // s_0 = 0, s_k 1-based
+    const sm = s(m);
+    const aImpact = measured.map((_, i) => {
+      const k = i + 1;
+      return k < m ? (s(k + 1) - s(k - 1)) / (2 * sm) : (s(m) - s(m - 1)) / (2 * sm);
+    });
+    const impact = linear(aImpact, measured, ratios, phi, X0);
+    e.impact = impact.value;
+    e.impact_se = impact.se;
+    e.impact_low = impact.low;
+    e.impact_high = impact.high;
+    // §6 slope: weighted least squares through the origin.
+    let D = 0;
+    for (const q of measured) D += q.visits * q.line_speedup * q.line_speedup;
+    const aSlope = measured.map((q) => (q.visits * q.line_speedup) / D);
+    const slope = linear(aSlope, measured, ratios, phi, X0);
+    e.slope = slope.value;
+    e.slope_se = slope.se;
+    e.slope_low = slope.low;
+    e.slope_high = slope.high;
+  }
+  e.label = labelOf(e, phi);
+  e.experiments_needed = experimentsNeeded(e);
+  return e;
+}
+
+/** §8 ranking. */
+export function ranksBefore(a: LineEffect, b: LineEffect): number {
+  if (a.measured !== b.measured) return a.measured ? -1 : 1;
+  if (a.impact !== b.impact) return a.impact > b.impact ? -1 : 1;
+  if (a.max_effect !== b.max_effect) return a.max_effect > b.max_effect ? -1 : 1;
+  return compareStrings(a.line, b.line) || compareStrings(a.point, b.point) || kindRank(a.kind) - kindRank(b.kind);
+}
+
+export function analyze(profile: Profile, options: AnalysisOptions = {}): Analysis {
+  const mode = options.baseline ?? "pooled";
+  const only = options.point ?? "";
+  const minExperiments = options.minExperiments ?? 1;
+
+  // §2: observations and cells, per point key, in profile order.
+  const points = new Map<string, PointData>();
+  const observe = (name: string, kind: PointKind, line: string, bucket: number, x: number, y: number, d: number) => {
+    const key = `${kindRank(kind)}\u0000${name}`;
+    let p = points.get(key);
+    if (!p) points.set(key, (p = { name, kind, observations: [], cells: [], lines: new Map(), base: { n: 0, X: 0, Y: 0 } }));
+    let byBucket = p.lines.get(line);
+    if (!byBucket) p.lines.set(line, (byBucket = new Map()));
+    let cell = byBucket.get(bucket);
+    if (!cell) {
+      byBucket.set(bucket, (cell = new Cell(bucket)));
+      p.cells.push(cell);
+    }
+    const o: Obs = { x, y, cell };
+    ++cell.n;
+    cell.X += x;
+    cell.Y += y;
+    cell.durationNs += d;
+    cell.obs.push(o);
+    p.observations.push(o);
+    if (bucket === 0) {
+      ++p.base.n;
+      p.base.X += x;
+      p.base.Y += y;
+    }
+  };
+  for (const e of profile.experiments) {
+    const bucket = lround(e.speedup * speedupStepsPerUnit);
+    for (const t of e.throughput) observe(t.name, "throughput", e.selected, bucket, t.delta, e.durationNs, e.durationNs);
+    for (const l of e.latency) {
+      if (!(e.durationNs > 0)) continue;
+      const L = l.meanInFlight >= 0 ? l.meanInFlight : l.difference;
+      observe(l.name, "latency", e.selected, bucket, l.arrivals, e.durationNs * L, e.durationNs);
+    }
+  }
+
+  const conv = conventionalProfile(profile);
+  const totalSamples = conv.total_samples;
+  const summaries: PointSummary[] = [];
+  const effects: LineEffect[] = [];
+  for (const p of points.values()) {
+    const { phi, dof } = dispersion(p);
+    const baseUsable = p.base.X > 0 && p.base.Y / p.base.X > 0;
+    summaries.push({
+      name: p.name,
+      kind: p.kind,
+      experiments: p.observations.length,
+      dispersion: phi,
+      dispersion_dof: dof,
+      baseline_ns: baseUsable ? p.base.Y / p.base.X : null,
+      baseline_experiments: p.base.n,
+      baseline_visits: p.base.X,
+    });
+    if (only !== "" && p.name !== only) continue;
+    for (const [line, cells] of p.lines) {
+      const e = makeEffect(p, line, cells, phi, mode);
+      if (e.experiments < minExperiments) continue;
+      e.samples = profile.samples.get(line) ?? 0;
+      e.sample_share = totalSamples > 0 ? e.samples / totalSamples : 0;
+      e.function = profile.functions.get(line) ?? "";
+      effects.push(e);
+    }
+  }
+  summaries.sort((a, b) => compareStrings(a.name, b.name) || kindRank(a.kind) - kindRank(b.kind));
+  effects.sort(ranksBefore);
+
+  return {
+    format: "coz-analysis",
+    version: 1,
+    settings: {
+      confidence: 0.95,
+      z: z95,
+      settle_half_width: settleHalfWidth,
+      speedup_step: 1 / speedupStepsPerUnit,
+      baseline: mode,
+      point: only,
+      min_experiments: minExperiments,
+    },
+    experiments: profile.experiments.length,
+    runtime_ns: profile.runtimeNs,
+    total_samples: totalSamples,
+    points: summaries,
+    effects,
+    profile: conv.profile,
+    warnings: profile.warnings.map((w) => ({ ...w })),
+  };
+}
+
+export type { ConventionalProfile };

@@ -1,0 +1,6 @@
+// The viewer's analysis library: what the page uses and what the node tests
+// check against test/vectors/ (bundled to dist/node/analysis.mjs).
+export * from "./record_line";
+export * from "./profile";
+export * from "./analysis";
+export * from "./conventional";

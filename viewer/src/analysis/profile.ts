@@ -1,0 +1,319 @@
+// Reads profile records (docs/profile-format.md) into a Profile: ours, Coz's
+// tab-separated form and Coz's JSON-lines. Mirrors tools/analysis/profile.cpp
+// record for record (same validity rules, same warnings), and additionally
+// keeps what only the viewer shows: functions, call stacks, blocked time.
+import { findField, RecordLine, splitRecordLine } from "./record_line";
+
+export interface ThroughputMeasurement {
+  name: string;
+  delta: number;
+}
+
+export interface LatencyMeasurement {
+  name: string;
+  arrivals: number;
+  departures: number;
+  difference: number;
+  meanInFlight: number; // < 0 when the file has none (Coz)
+}
+
+export interface Experiment {
+  selected: string; // FILE:LINE
+  speedup: number;
+  durationNs: number;
+  selectedSamples: number;
+  source: string; // file the experiment was read from
+  throughput: ThroughputMeasurement[];
+  latency: LatencyMeasurement[];
+}
+
+export interface BlockedTime {
+  site: string;
+  kind: string;
+  timeNs: number;
+  count: number;
+}
+
+export interface Profile {
+  experiments: Experiment[];
+  samples: Map<string, number>; // FILE:LINE -> samples (summed)
+  functions: Map<string, string>; // FILE:LINE -> function, when a samples record names it
+  stacks: Map<string, number>; // frames (outermost first, ';'-separated) -> samples
+  blocked: Map<string, BlockedTime>; // site + kind -> totals
+  runtimeNs: number;
+  sources: string[]; // names of the files read
+  warnings: Array<{ file: string; line: number; message: string }>; // line 0: the whole file
+  warningsDropped: number;
+}
+
+export const maxWarnings = 1000;
+// Real records are well under 1 KiB; a longer line is garbage.
+const maxLineBytes = 64 * 1024;
+const u64Max = 18446744073709551615;
+
+export function emptyProfile(): Profile {
+  return {
+    experiments: [],
+    samples: new Map(),
+    functions: new Map(),
+    stacks: new Map(),
+    blocked: new Map(),
+    runtimeNs: 0,
+    sources: [],
+    warnings: [],
+    warningsDropped: 0,
+  };
+}
+
+function warn(p: Profile, file: string, line: number, message: string) {
+  if (p.warnings.length < maxWarnings) p.warnings.push({ file, line, message });
+  else ++p.warningsDropped;
+}
+
+/** "FILE:LINE: message", as `coz report` prints a warning. */
+export const formatWarning = (w: { file: string; line: number; message: string }) =>
+  w.line > 0 ? `${w.file}:${w.line}: ${w.message}` : w.message;
+
+const saturatingAdd = (a: number, b: number) => Math.min(a + b, u64Max);
+
+// std::from_chars grammar: no leading '+', no spaces, no hex.
+const unsignedText = /^[0-9]+$/;
+const signedText = /^-?[0-9]+$/;
+const realText = /^-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$/;
+
+function toU64(s: string): number | null {
+  if (!unsignedText.test(s)) return null;
+  const v = Number(s);
+  return v <= u64Max ? v : null;
+}
+
+function toDouble(s: string): number | null {
+  if (!realText.test(s)) return null;
+  const v = Number(s);
+  return Number.isFinite(v) ? v : null;
+}
+
+// Counts are integers, but a JSON writer may well emit 1.2e8 or 118.0.
+function toCount(s: string): number | null {
+  const u = toU64(s);
+  if (u !== null) return u;
+  const d = toDouble(s);
+  if (d === null || d < 0 || d >= 18446744073709551616.0 || Math.floor(d) !== d) return null;
+  return d;
+}
+
+const clip = (v: string) => (v.length > 40 ? v.slice(0, 40) + "..." : v);
+
+// Field access that turns the first problem into the warning's reason.
+class Fields {
+  error = "";
+  constructor(private readonly r: RecordLine) {}
+
+  get ok() {
+    return this.error === "";
+  }
+  fail(why: string) {
+    if (this.error === "") this.error = why;
+  }
+  has(key: string) {
+    return findField(this.r, key) !== undefined;
+  }
+  text(key: string): string {
+    const v = findField(this.r, key);
+    if (v === undefined || v === "") {
+      this.fail(`missing ${key}=`);
+      return "";
+    }
+    return v;
+  }
+  optionalText(key: string): string | undefined {
+    const v = findField(this.r, key);
+    return v === "" ? undefined : v;
+  }
+  count(key: string): number {
+    const v = findField(this.r, key);
+    if (v === undefined) return this.fail(`missing ${key}=`), 0;
+    if (v.startsWith("-")) return this.fail(`negative ${key}`), 0;
+    const n = toCount(v);
+    if (n === null) return this.fail(`bad ${key}='${clip(v)}'`), 0;
+    return n;
+  }
+  signedCount(key: string): number {
+    const v = findField(this.r, key);
+    if (v === undefined) return this.fail(`missing ${key}=`), 0;
+    if (!signedText.test(v) || Math.abs(Number(v)) > 9223372036854775807) {
+      return this.fail(`bad ${key}='${clip(v)}'`), 0;
+    }
+    return Number(v);
+  }
+  optionalReal(key: string): number | null {
+    const v = findField(this.r, key);
+    if (v === undefined) return null;
+    const d = toDouble(v);
+    if (d === null) this.fail(`bad ${key}='${clip(v)}'`);
+    return d;
+  }
+  real(key: string): number {
+    if (findField(this.r, key) === undefined) return this.fail(`missing ${key}=`), 0;
+    return this.optionalReal(key) ?? 0;
+  }
+}
+
+function parseExperiment(f: Fields, source: string): Experiment | null {
+  const e: Experiment = {
+    selected: f.text("selected"),
+    speedup: f.real("speedup"),
+    durationNs: f.count("duration"),
+    selectedSamples: f.count("selected-samples"),
+    source,
+    throughput: [],
+    latency: [],
+  };
+  if (f.ok && !(e.speedup >= 0 && e.speedup <= 1)) f.fail(`speedup ${e.speedup} outside [0, 1]`);
+  return f.ok ? e : null;
+}
+
+function parseThroughput(f: Fields): ThroughputMeasurement | null {
+  const m = { name: f.text("name"), delta: f.count("delta") };
+  return f.ok ? m : null;
+}
+
+function parseLatency(f: Fields): LatencyMeasurement | null {
+  const m: LatencyMeasurement = {
+    name: f.text("name"),
+    arrivals: f.count("arrivals"),
+    departures: f.count("departures"),
+    difference: 0,
+    meanInFlight: -1,
+  };
+  const mean = f.optionalReal("mean-in-flight");
+  if (mean !== null && mean < 0) f.fail("negative mean-in-flight");
+  if (mean !== null) m.meanInFlight = mean;
+  // With mean-in-flight present, Little's law does not need `difference`.
+  if (mean === null || f.has("difference")) m.difference = f.signedCount("difference");
+  return f.ok ? m : null;
+}
+
+class Reader {
+  // The experiment that point records attach to; null before the first one
+  // or after a malformed one (its points must not go to the one before).
+  private current: Experiment | null = null;
+  private currentWasSkipped = false;
+  constructor(
+    private readonly profile: Profile,
+    private readonly source: string,
+  ) {}
+
+  warnAt(lineno: number, why: string) {
+    warn(this.profile, this.source, lineno, why);
+  }
+
+  private pointOwner(lineno: number): Experiment | null {
+    if (this.current) return this.current;
+    this.warnAt(
+      lineno,
+      this.currentWasSkipped ? "point record after a skipped experiment, skipped" : "point record before any experiment, skipped",
+    );
+    return null;
+  }
+
+  handle(line: string, lineno: number, truncated: boolean) {
+    const rec = splitRecordLine(line);
+    if (typeof rec === "string") {
+      this.warnAt(lineno, truncated ? "truncated last line, skipped" : rec + ", skipped");
+      return;
+    }
+    const f = new Fields(rec);
+    const p = this.profile;
+    const t = rec.type;
+    if (t === "experiment") {
+      const e = parseExperiment(f, this.source);
+      if (e) {
+        p.experiments.push(e);
+        this.current = e;
+      } else {
+        this.current = null;
+        this.currentWasSkipped = true;
+      }
+    } else if (t === "throughput-point" || t === "progress-point") {
+      const m = parseThroughput(f);
+      if (m) this.pointOwner(lineno)?.throughput.push(m);
+    } else if (t === "latency-point") {
+      const m = parseLatency(f);
+      if (m) this.pointOwner(lineno)?.latency.push(m);
+    } else if (t === "samples") {
+      const location = f.text("location");
+      const count = f.count("count");
+      if (f.ok) {
+        p.samples.set(location, saturatingAdd(p.samples.get(location) ?? 0, count));
+        const fn = f.optionalText("function");
+        if (fn !== undefined) p.functions.set(location, fn);
+      }
+    } else if (t === "runtime") {
+      const time = f.count("time");
+      if (f.ok) p.runtimeNs = saturatingAdd(p.runtimeNs, time);
+    } else if (t === "stack") {
+      // Viewer only (conventional profile); the C++ analysis ignores it.
+      const frames = f.text("frames");
+      const count = f.count("count");
+      if (f.ok) p.stacks.set(frames, saturatingAdd(p.stacks.get(frames) ?? 0, count));
+    } else if (t === "blocked") {
+      const site = f.text("site");
+      const kind = f.text("kind");
+      const time = f.count("time");
+      const count = f.count("count");
+      if (f.ok) {
+        const key = `${site}\u0000${kind}`;
+        const b = p.blocked.get(key) ?? { site, kind, timeNs: 0, count: 0 };
+        b.timeNs = saturatingAdd(b.timeNs, time);
+        b.count = saturatingAdd(b.count, count);
+        p.blocked.set(key, b);
+      }
+    }
+    // Other types (startup, process, later additions) are ignored silently.
+    if (!f.ok) {
+      this.warnAt(lineno, truncated ? `truncated last line (${f.error}), skipped` : `${t} record: ${f.error}, skipped`);
+    }
+  }
+}
+
+const utf8 = new TextEncoder();
+
+/** Appends the records of one file's text to `profile`. */
+export function readProfile(text: string, sourceName: string, profile: Profile): void {
+  profile.sources.push(sourceName);
+  const reader = new Reader(profile, sourceName);
+  const lines = text.split("\n");
+  // Text after the last newline is a line without one: maybe cut off by a crash.
+  const last = lines.pop() ?? "";
+  const consider = (raw: string, lineno: number, truncated: boolean) => {
+    let line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+    // Cheap length test first: UTF-8 is at most 3 bytes per UTF-16 unit.
+    if (line.length * 3 > maxLineBytes && utf8.encode(line).length > maxLineBytes) {
+      reader.warnAt(lineno, `line longer than ${maxLineBytes} bytes, skipped`);
+      return;
+    }
+    if (truncated) line = raw;
+    if (/[^ \t]/.test(truncated ? line.replace(/\r/g, "") : line)) reader.handle(line, lineno, truncated);
+  };
+  lines.forEach((raw, i) => consider(raw, i + 1, false));
+  if (last !== "") consider(last, lines.length + 1, true);
+}
+
+/** Merges `one` (a separately read file) into `into`. */
+export function mergeProfile(into: Profile, one: Profile): void {
+  into.experiments.push(...one.experiments);
+  for (const [k, v] of one.samples) into.samples.set(k, saturatingAdd(into.samples.get(k) ?? 0, v));
+  for (const [k, v] of one.functions) into.functions.set(k, v);
+  for (const [k, v] of one.stacks) into.stacks.set(k, saturatingAdd(into.stacks.get(k) ?? 0, v));
+  for (const [k, b] of one.blocked) {
+    const t = into.blocked.get(k) ?? { ...b, timeNs: 0, count: 0 };
+    t.timeNs = saturatingAdd(t.timeNs, b.timeNs);
+    t.count = saturatingAdd(t.count, b.count);
+    into.blocked.set(k, t);
+  }
+  into.runtimeNs = saturatingAdd(into.runtimeNs, one.runtimeNs);
+  into.sources.push(...one.sources);
+  for (const w of one.warnings) warn(into, w.file, w.line, w.message);
+  into.warningsDropped += one.warningsDropped;
+}

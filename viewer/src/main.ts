@@ -1,0 +1,475 @@
+// The viewer page: loads profiles (embedded by `coz plot`, a file picker or
+// drag-and-drop), analyses them in the browser with the same formulas as
+// `coz report`, and renders the causal ranking beside the conventional profile.
+// Everything runs offline: no request ever leaves the page.
+import { analyze, Analysis, BaselineMode, LineEffect } from "./analysis/analysis";
+import { flameTree, splitLocation } from "./analysis/conventional";
+import { emptyProfile, formatWarning, mergeProfile, Profile, readProfile } from "./analysis/profile";
+import { clear, h } from "./ui/dom";
+import { renderFlame } from "./ui/flame";
+import { count, duration, pct, share, shortLocation } from "./ui/format";
+import { renderPlot } from "./ui/plot";
+
+interface LoadedFile {
+  name: string;
+  text: string;
+}
+
+type SortKey = "impact" | "max" | "name" | "samples";
+type Tab = "lines" | "functions" | "stacks" | "blocked";
+
+const pageSize = 25; // effects per page of the ranking
+const tableRows = 100; // rows per conventional table before "show all"
+const hotShare = 0.05; // a line with this share of samples is "hot"
+
+const state = {
+  files: [] as LoadedFile[],
+  profile: emptyProfile() as Profile,
+  analysis: null as Analysis | null,
+  baseline: "pooled" as BaselineMode,
+  sort: "impact" as SortKey,
+  point: "", // "" = all points; else "kind:name"
+  file: "",
+  search: "",
+  shown: pageSize,
+  tab: "lines" as Tab,
+  tableAll: false,
+};
+
+const $ = (id: string) => document.getElementById(id)!;
+
+// ---------- loading ----------
+
+function load(files: LoadedFile[]) {
+  state.files = files;
+  const profile = emptyProfile();
+  for (const f of files) {
+    const one = emptyProfile();
+    readProfile(f.text, f.name, one);
+    mergeProfile(profile, one);
+  }
+  state.profile = profile;
+  state.shown = pageSize;
+  analyzeAndRender();
+}
+
+function analyzeAndRender() {
+  const t0 = performance.now();
+  state.analysis = state.files.length > 0 ? analyze(state.profile, { baseline: state.baseline }) : null;
+  render();
+  document.body.dataset.renderMs = String(Math.round(performance.now() - t0));
+}
+
+async function readFiles(list: FileList | File[]): Promise<LoadedFile[]> {
+  const files = [...list];
+  return Promise.all(files.map(async (f) => ({ name: f.name, text: await f.text() })));
+}
+
+function embedded(): LoadedFile[] | null {
+  const el = document.getElementById("coz-embedded");
+  if (!el || !el.textContent) return null;
+  try {
+    const data = JSON.parse(el.textContent) as LoadedFile[];
+    return Array.isArray(data) ? data.filter((d) => typeof d.name === "string" && typeof d.text === "string") : null;
+  } catch {
+    return null;
+  }
+}
+
+function setUpInput() {
+  const picker = $("file-input") as HTMLInputElement;
+  let adding = false;
+  $("open-button").addEventListener("click", () => {
+    adding = false;
+    picker.click();
+  });
+  $("add-button").addEventListener("click", () => {
+    adding = true;
+    picker.click();
+  });
+  picker.addEventListener("change", async () => {
+    if (!picker.files || picker.files.length === 0) return;
+    const files = await readFiles(picker.files);
+    picker.value = "";
+    load(adding ? [...state.files, ...files] : files);
+  });
+  let depth = 0;
+  window.addEventListener("dragenter", (e) => {
+    e.preventDefault();
+    if (++depth === 1) document.body.classList.add("dragging");
+  });
+  window.addEventListener("dragleave", () => {
+    if (--depth <= 0) {
+      depth = 0;
+      document.body.classList.remove("dragging");
+    }
+  });
+  window.addEventListener("dragover", (e) => e.preventDefault());
+  window.addEventListener("drop", async (e) => {
+    e.preventDefault();
+    depth = 0;
+    document.body.classList.remove("dragging");
+    const list = e.dataTransfer?.files;
+    if (!list || list.length === 0) return;
+    const files = await readFiles(list);
+    // Shift while dropping adds to what is loaded; a plain drop replaces it.
+    load(e.shiftKey ? [...state.files, ...files] : files);
+  });
+  for (const [id, apply] of [
+    ["sort", (v: string) => (state.sort = v as SortKey)],
+    ["filter-point", (v: string) => (state.point = v)],
+    ["filter-file", (v: string) => (state.file = v)],
+  ] as const) {
+    $(id).addEventListener("change", (e) => {
+      apply((e.target as HTMLSelectElement).value);
+      state.shown = pageSize;
+      renderRanking();
+    });
+  }
+  $("baseline").addEventListener("change", (e) => {
+    state.baseline = (e.target as HTMLSelectElement).value as BaselineMode;
+    analyzeAndRender();
+  });
+  $("search").addEventListener("input", (e) => {
+    state.search = (e.target as HTMLInputElement).value.trim();
+    state.shown = pageSize;
+    renderRanking();
+  });
+}
+
+// ---------- rendering ----------
+
+function render() {
+  renderHeader();
+  const a = state.analysis;
+  const main = $("main");
+  const empty = $("empty-message");
+  clear(empty);
+  if (!a) {
+    main.hidden = true;
+    empty.hidden = false;
+    empty.append(
+      h("h2", {}, "Open a profile"),
+      h("p", {}, "Drop one or more ", h("code", {}, "profile.coz"), " files anywhere on this page, or use ", h("b", {}, "Open profiles…"), ". Several files are analysed together (runs merge)."),
+      h("p", { class: "muted" }, "Files are read locally; nothing leaves this page. ", h("code", {}, "coz plot profile.coz"), " writes a page with the profile already inside."),
+    );
+    return;
+  }
+  main.hidden = false;
+  const problem = emptyReason(a);
+  empty.hidden = problem === null;
+  if (problem) empty.append(problem);
+  renderFilters(a);
+  renderRanking();
+  renderConventional();
+}
+
+/** Why there is nothing to rank, and what to do about it; null when there is something. */
+function emptyReason(a: Analysis): HTMLElement | null {
+  const measured = a.effects.filter((e) => e.measured).length;
+  if (measured > 0) return null;
+  const todo = h(
+    "ul",
+    {},
+    h("li", {}, h("b", {}, "Add a progress point"), " where the program completes a unit of work: ", h("code", {}, "COZ_PROGRESS;"), " (or ", h("code", {}, 'COZ_BEGIN("x")'), "/", h("code", {}, 'COZ_END("x")'), " for latency), or run ", h("code", {}, "coz run --end-to-end"), "."),
+    h("li", {}, h("b", {}, "Run longer"), ": every line needs several experiments at several speedups, each with visits to the progress point."),
+    h("li", {}, h("b", {}, "Build with ", h("code", {}, "-g")), " so that samples map to source lines in scope (check ", h("code", {}, "--source-scope"), " / ", h("code", {}, "--binary-scope"), ")."),
+  );
+  let what: string;
+  if (a.experiments === 0) what = "This profile holds no performance experiments.";
+  else if (a.points.length === 0) what = `This profile holds ${count(a.experiments)} experiments but no progress point was recorded in any of them.`;
+  else if (a.points.every((p) => p.baseline_ns === null)) what = "No experiment at 0% speedup reached a progress point, so there is no baseline to compare against.";
+  else what = "No line was measured at a non-zero speedup with visits to a progress point.";
+  return h("div", { class: "notice" }, h("h2", {}, "Nothing to rank yet"), h("p", {}, what), h("p", {}, "What to do:"), todo);
+}
+
+function renderHeader() {
+  const chips = $("files");
+  clear(chips);
+  state.files.forEach((f, i) =>
+    chips.append(
+      h(
+        "span",
+        { class: "chip", title: f.name },
+        f.name,
+        h("button", { class: "chip-x", title: `remove ${f.name}`, onclick: () => load(state.files.filter((_, j) => j !== i)) }, "×"),
+      ),
+    ),
+  );
+  ($("add-button") as HTMLButtonElement).hidden = state.files.length === 0;
+  const sum = $("summary");
+  clear(sum);
+  const a = state.analysis;
+  if (!a) return;
+  const stat = (label: string, value: string, title?: string) => h("div", { class: "stat", title }, h("div", { class: "value" }, value), h("div", { class: "label" }, label));
+  const measured = a.effects.filter((e) => e.measured).length;
+  const positive = a.effects.filter((e) => e.label === "positive").length;
+  sum.append(
+    stat("experiments", count(a.experiments)),
+    stat(a.points.length === 1 ? "progress point" : "progress points", count(a.points.length), a.points.map((p) => `${p.name} (${p.kind})`).join("\n")),
+    stat("lines measured", count(measured)),
+    stat("would speed up the program", count(positive), "lines whose impact interval is above 0"),
+    stat("samples", count(a.total_samples)),
+    stat("run time", duration(a.runtime_ns)),
+  );
+  const warnings = $("warnings");
+  clear(warnings);
+  const p = state.profile;
+  if (p.warnings.length > 0) {
+    const total = p.warnings.length + p.warningsDropped;
+    warnings.append(
+      h(
+        "details",
+        {},
+        h("summary", {}, `${total} line${total === 1 ? "" : "s"} skipped while reading`),
+        h("pre", {}, p.warnings.slice(0, 50).map(formatWarning).join("\n") + (total > 50 ? `\n… and ${total - 50} more` : "")),
+      ),
+    );
+  }
+}
+
+const pointKey = (e: { kind: string; point?: string; name?: string }) => `${e.kind}:${e.point ?? e.name}`;
+
+function renderFilters(a: Analysis) {
+  const points = $("filter-point") as HTMLSelectElement;
+  clear(points);
+  points.append(h("option", { value: "" }, "all progress points"));
+  for (const p of a.points) {
+    const key = pointKey(p);
+    points.append(h("option", { value: key, selected: key === state.point }, `${p.name} (${p.kind})`));
+  }
+  if (!a.points.some((p) => pointKey(p) === state.point)) state.point = "";
+  points.value = state.point;
+
+  const files = $("filter-file") as HTMLSelectElement;
+  clear(files);
+  files.append(h("option", { value: "" }, "all source files"));
+  const names = [...new Set(a.effects.map((e) => splitLocation(e.line).file))].sort();
+  for (const f of names) files.append(h("option", { value: f }, shortLocation(f).short + (shortLocation(f).dir ? `  (${shortLocation(f).dir})` : "")));
+  if (!names.includes(state.file)) state.file = "";
+  files.value = state.file;
+}
+
+function visibleEffects(a: Analysis): LineEffect[] {
+  const q = state.search.toLowerCase();
+  const list = a.effects.filter(
+    (e) =>
+      (state.point === "" || pointKey(e) === state.point) &&
+      (state.file === "" || splitLocation(e.line).file === state.file) &&
+      (q === "" || e.line.toLowerCase().includes(q) || e.function.toLowerCase().includes(q)),
+  );
+  const by: Record<SortKey, ((x: LineEffect, y: LineEffect) => number) | null> = {
+    impact: null, // already ranked by the analysis
+    max: (x, y) => Number(y.measured) - Number(x.measured) || y.max_effect - x.max_effect || y.impact - x.impact,
+    name: (x, y) => x.line.localeCompare(y.line, "en", { numeric: true }) || x.point.localeCompare(y.point),
+    samples: (x, y) => y.samples - x.samples || y.impact - x.impact,
+  };
+  const cmp = by[state.sort];
+  return cmp ? [...list].sort(cmp) : list;
+}
+
+let plotObserver: IntersectionObserver | null = null;
+
+function renderRanking() {
+  const a = state.analysis;
+  if (!a) return;
+  const list = $("ranking");
+  clear(list);
+  plotObserver?.disconnect();
+  // Plots are drawn when their card comes near the viewport.
+  plotObserver = new IntersectionObserver(
+    (entries) => {
+      for (const entry of entries) {
+        if (!entry.isIntersecting) continue;
+        const el = entry.target as HTMLElement;
+        plotObserver!.unobserve(el);
+        const effect = effectsByCard.get(el);
+        if (effect) el.append(renderPlot(effect));
+      }
+    },
+    { rootMargin: "400px" },
+  );
+  const effects = visibleEffects(a);
+  $("effect-count").textContent =
+    effects.length === a.effects.length ? `${count(a.effects.length)} line/point pairs` : `${count(effects.length)} of ${count(a.effects.length)} line/point pairs`;
+  const ranks = new Map(a.effects.map((e, i) => [e, i + 1]));
+  effects.slice(0, state.shown).forEach((e) => list.append(card(e, ranks.get(e)!)));
+  const more = $("more") as HTMLButtonElement;
+  const rest = effects.length - state.shown;
+  more.hidden = rest <= 0;
+  more.textContent = `Show ${Math.min(rest, pageSize)} more (${count(rest)} not shown)`;
+  if (effects.length === 0 && a.effects.length > 0) list.append(h("p", { class: "muted" }, "No line matches the filters."));
+}
+
+const effectsByCard = new WeakMap<Element, LineEffect>();
+
+const labelText: Record<string, string> = {
+  positive: "speeds up the program",
+  negative: "slows the program down",
+  "no-effect": "no effect",
+  undecided: "not yet decided",
+  "insufficient-data": "too few experiments",
+  unmeasured: "not measured",
+};
+
+function tags(e: LineEffect): HTMLElement[] {
+  const out = [h("span", { class: `tag label-${e.label}` }, labelText[e.label] ?? e.label)];
+  if (e.sample_share >= hotShare && (e.label === "no-effect" || e.label === "negative")) {
+    out.push(h("span", { class: "tag hot-useless", title: "many samples, but making it faster does not help" }, "hot but useless"));
+  }
+  if (e.sample_share < hotShare && e.label === "positive") {
+    out.push(h("span", { class: "tag cold-critical", title: "few samples, but making it faster helps" }, "cold but critical"));
+  }
+  return out;
+}
+
+function card(e: LineEffect, rank: number): HTMLElement {
+  const { short, dir } = shortLocation(e.line);
+  const interval = e.impact_low !== null ? `${pct(e.impact_low)} … ${pct(e.impact_high)}` : "no interval";
+  const needed =
+    e.label === "undecided" && e.experiments_needed !== null ? h("div", { class: "metric" }, h("span", {}, "to decide"), h("b", {}, `~${count(e.experiments_needed)} more exps`)) : null;
+  const plot = h("div", { class: "plot" });
+  effectsByCard.set(plot, e);
+  plotObserver!.observe(plot);
+  const el = h(
+    "article",
+    { class: `effect ${e.label}`, id: `effect-${rank}`, "data-line": e.line, "data-point": e.point },
+    h(
+      "header",
+      {},
+      h("span", { class: "rank" }, `#${rank}`),
+      h("span", { class: "loc", title: e.line }, h("span", { class: "dir" }, dir), h("b", {}, short)),
+      h("span", { class: "point", title: `progress point ${e.point} (${e.kind})` }, `${e.kind === "latency" ? "latency · " : ""}${shortLocation(e.point).short}`),
+    ),
+    e.function ? h("div", { class: "fn" }, e.function) : null,
+    h(
+      "div",
+      { class: "body" },
+      h(
+        "div",
+        { class: "metrics" },
+        h("div", { class: "impact" }, h("span", { class: "big" }, pct(e.impact)), h("span", { class: "muted" }, "impact"), h("div", { class: "ci" }, `95%: ${interval}`)),
+        h("div", { class: "tags" }, ...tags(e)),
+        h("div", { class: "metric" }, h("span", {}, "slope"), h("b", { title: "program speedup per line speedup (least squares through 0)" }, e.slope === null ? "–" : `${pct(e.slope / 10)} per 10%`)),
+        h("div", { class: "metric" }, h("span", {}, "best measured"), h("b", {}, e.measured ? pct(e.max_effect) : "–")),
+        h("div", { class: "metric" }, h("span", {}, "samples"), h("b", {}, share(e.sample_share)), h("span", { class: "bar" }, h("span", { style: `width:${Math.min(100, e.sample_share * 100)}%` }))),
+        h("div", { class: "metric" }, h("span", {}, "experiments"), h("b", {}, count(e.experiments))),
+        h("div", { class: "metric" }, h("span", {}, "baseline"), h("b", {}, e.baseline === "none" ? "none" : `${duration(e.baseline_ns)}${e.kind === "latency" ? " latency" : " / visit"}${e.baseline === "line" ? " (own)" : ""}`)),
+        needed,
+      ),
+      plot,
+    ),
+  );
+  return el;
+}
+
+// ---------- conventional profile ----------
+
+function renderConventional() {
+  const a = state.analysis!;
+  const tabs = $("tabs");
+  clear(tabs);
+  const conv = a.profile;
+  const labels: Array<[Tab, string, number]> = [
+    ["lines", "Lines", conv.lines.length],
+    ["functions", "Functions", conv.functions.length],
+    ["stacks", "Call stacks", conv.stacks.length],
+    ["blocked", "Blocked", conv.blocked.length],
+  ];
+  for (const [tab, label, n] of labels) {
+    tabs.append(
+      h(
+        "button",
+        { class: tab === state.tab ? "tab active" : "tab", id: `tab-${tab}`, onclick: () => ((state.tab = tab), (state.tableAll = false), renderConventional()) },
+        label,
+        h("span", { class: "n" }, count(n)),
+      ),
+    );
+  }
+  const panel = $("conventional-body");
+  clear(panel);
+  const limit = (n: number) => (state.tableAll ? n : Math.min(n, tableRows));
+  const showAll = (n: number): Node | string =>
+    n > tableRows && !state.tableAll ? h("button", { class: "link", onclick: () => ((state.tableAll = true), renderConventional()) }, `Show all ${count(n)} rows`) : "";
+  const bar = (x: number, cls = "") => h("span", { class: `bar ${cls}` }, h("span", { style: `width:${Math.min(100, x * 100)}%` }));
+
+  if (state.tab === "lines") {
+    // The causal verdict of each hot line, for its best-ranked point.
+    const best = new Map<string, LineEffect>();
+    for (const e of a.effects) if (!best.has(e.line)) best.set(e.line, e);
+    if (conv.lines.length === 0) return panel.append(h("p", { class: "muted" }, "No samples in this profile."));
+    const rows = conv.lines.slice(0, limit(conv.lines.length)).map((l, i) => {
+      const e = best.get(l.location);
+      const { short, dir } = shortLocation(l.location, 14);
+      const hotUseless = e && l.share >= hotShare && (e.label === "no-effect" || e.label === "negative");
+      return h(
+        "tr",
+        { class: hotUseless ? "hot-useless-row" : "" },
+        h("td", { class: "num muted" }, i + 1),
+        h("td", { class: "loc", title: l.location + (l.function ? `\n${l.function}` : "") }, h("span", { class: "dir" }, dir), h("b", {}, short), l.function ? h("div", { class: "fn" }, l.function) : null),
+        h("td", { class: "num" }, share(l.share), bar(l.share)),
+        h("td", { class: "num" }, e && e.measured ? h("span", { class: `impact-${e.label}` }, pct(e.impact)) : h("span", { class: "muted" }, e ? "not measured" : "no experiments")),
+      );
+    });
+    panel.append(
+      h("p", { class: "caption" }, "Where the samples fell, next to what speeding the line up would do. ", h("span", { class: "hot-useless-key" }, "Highlighted"), " lines are hot but useless: many samples, no measurable effect."),
+      h("table", { id: "conventional-lines" }, h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, "line"), h("th", { class: "num" }, "samples"), h("th", { class: "num" }, "causal impact"))), h("tbody", {}, ...rows)),
+      showAll(conv.lines.length),
+    );
+  } else if (state.tab === "functions") {
+    if (conv.functions.length === 0) {
+      return panel.append(h("p", { class: "muted" }, "No function names in this profile (", h("code", {}, "samples"), " records without ", h("code", {}, "function="), "; Coz's files have none)."));
+    }
+    const rows = conv.functions.slice(0, limit(conv.functions.length)).map((f, i) =>
+      h("tr", {}, h("td", { class: "num muted" }, i + 1), h("td", { class: "fn-name", title: f.function }, f.function), h("td", { class: "num" }, share(f.share), bar(f.share)), h("td", { class: "num" }, count(f.lines))),
+    );
+    panel.append(
+      h("table", { id: "conventional-functions" }, h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, "function"), h("th", { class: "num" }, "samples"), h("th", { class: "num" }, "lines"))), h("tbody", {}, ...rows)),
+      showAll(conv.functions.length),
+    );
+  } else if (state.tab === "stacks") {
+    const root = flameTree(conv.stacks);
+    if (!root) return panel.append(h("p", { class: "muted" }, "No call stacks in this profile (", h("code", {}, "stack"), " records are written by our runtime, not by Coz)."));
+    panel.append(h("p", { class: "caption" }, `Flame graph of ${count(root.value)} sampled call stacks, outermost frame on top; width = share of samples. Click a frame to zoom.`), renderFlame(root));
+  } else {
+    if (conv.blocked.length === 0) return panel.append(h("p", { class: "muted" }, "No blocked time in this profile (", h("code", {}, "blocked"), " records are written by our runtime, not by Coz)."));
+    const total = conv.blocked.reduce((t, b) => t + b.time_ns, 0);
+    const rows = conv.blocked.slice(0, limit(conv.blocked.length)).map((b) => {
+      const { short, dir } = shortLocation(b.site, 14);
+      return h(
+        "tr",
+        {},
+        h("td", { class: "loc", title: b.site }, h("span", { class: "dir" }, dir), h("b", {}, short)),
+        h("td", {}, h("span", { class: "kind" }, b.kind)),
+        h("td", { class: "num" }, duration(b.time_ns), bar(total > 0 ? b.time_ns / total : 0, "blocked")),
+        h("td", { class: "num" }, count(b.count)),
+        h("td", { class: "num" }, duration(b.count > 0 ? b.time_ns / b.count : null)),
+      );
+    });
+    panel.append(
+      h("p", { class: "caption" }, `Time threads spent waiting, per call site: ${duration(total)} in all.`),
+      h("table", { id: "conventional-blocked" }, h("thead", {}, h("tr", {}, h("th", {}, "wait site"), h("th", {}, "kind"), h("th", { class: "num" }, "time"), h("th", { class: "num" }, "waits"), h("th", { class: "num" }, "mean"))), h("tbody", {}, ...rows)),
+      showAll(conv.blocked.length),
+    );
+  }
+}
+
+// ---------- start ----------
+
+function start() {
+  // #tab=stacks (or lines, functions, blocked) opens that tab of the conventional profile.
+  const tab = /tab=(lines|functions|stacks|blocked)/.exec(location.hash)?.[1] as Tab | undefined;
+  if (tab) state.tab = tab;
+  setUpInput();
+  ($("more") as HTMLButtonElement).addEventListener("click", () => {
+    state.shown += pageSize;
+    renderRanking();
+  });
+  const data = embedded();
+  if (data && data.length > 0) load(data);
+  else render();
+  document.body.dataset.ready = "true";
+}
+
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+else start();

@@ -1,0 +1,44 @@
+// Number formatting shared by the panels.
+
+/** +12.3% / -4.0% / 0.0%: program and line speedups are fractions. */
+export function pct(x: number | null | undefined, digits = 1): string {
+  if (x === null || x === undefined || !Number.isFinite(x)) return "–";
+  const v = x * 100;
+  const text = Math.abs(v).toFixed(digits);
+  if (Number(text) === 0) return `${(0).toFixed(digits)}%`;
+  return `${v > 0 ? "+" : "−"}${text}%`;
+}
+
+/** 42.0% without a sign (shares). */
+export function share(x: number): string {
+  const v = x * 100;
+  return v > 0 && v < 0.1 ? "<0.1%" : `${v.toFixed(1)}%`;
+}
+
+export function duration(ns: number | null | undefined): string {
+  if (ns === null || ns === undefined || !Number.isFinite(ns)) return "–";
+  const a = Math.abs(ns);
+  if (a >= 60e9) return `${(ns / 60e9).toFixed(1)} min`;
+  if (a >= 1e9) return `${(ns / 1e9).toFixed(2)} s`;
+  if (a >= 1e6) return `${(ns / 1e6).toFixed(2)} ms`;
+  if (a >= 1e3) return `${(ns / 1e3).toFixed(1)} µs`;
+  return `${Math.round(ns)} ns`;
+}
+
+export function count(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
+/** FILE:LINE as its base name and a directory shortened on the left ("…/test/programs/"). */
+export function shortLocation(loc: string, maxDir = 30): { short: string; dir: string } {
+  const slash = loc.lastIndexOf("/");
+  if (slash < 0) return { short: loc, dir: "" };
+  let dir = loc.slice(0, slash + 1);
+  if (dir.length > maxDir) {
+    const parts = dir.split("/");
+    let kept = "/";
+    for (let i = parts.length - 2; i > 0 && kept.length + parts[i].length + 1 <= maxDir - 1; --i) kept = "/" + parts[i] + kept;
+    dir = "…" + kept;
+  }
+  return { short: loc.slice(slash + 1), dir };
+}
