@@ -22,6 +22,7 @@ struct Config {
   bool end_to_end = false;                  // COZ_END_TO_END=1: one experiment for the whole run
   uint64_t sample_period_ns = 1'000'000;    // COZ_SAMPLE_PERIOD_NS: 1 ms of thread CPU time
   int verbosity = 0;                        // COZ_VERBOSE: 0 warnings, 1 info, 2 debug
+  std::string debug_root = "/usr/lib/debug"; // COZ_DEBUG_ROOT: where separate debug files live
 
   // --- experiment tunables (COZ_EXPERIMENT_* for tests and benchmarks) ---
   uint64_t experiment_min_ns = 50'000'000;   // COZ_EXPERIMENT_MIN_NS: shortest experiment, 50 ms

@@ -35,7 +35,14 @@ bool ProfileWriter::open(const std::string& path, std::string& error) {
 }
 
 void ProfileWriter::append(const std::string& records) {
-  if (fd_ < 0 || records.empty()) return;
+  if (records.empty()) return;
+  if (fd_ < 0 && !lazy_path_.empty()) {
+    std::string error;
+    std::string path = std::move(lazy_path_);
+    lazy_path_.clear();
+    open(path, error);
+  }
+  if (fd_ < 0) return;
   std::string block = std::move(deferred_);
   deferred_.clear();
   block += records;
@@ -74,10 +81,12 @@ std::string ProfileWriter::format_experiment(const ExperimentResult& e) {
   return out;
 }
 
-std::string ProfileWriter::format_samples(const std::vector<std::pair<std::string, uint64_t>>& samples) {
+std::string ProfileWriter::format_samples(const std::vector<Samples>& samples) {
   std::string out;
-  for (const auto& [location, count] : samples) {
-    out += fmt::format("samples\tlocation={}\tcount={}\n", clean(location), count);
+  for (const auto& s : samples) {
+    out += fmt::format("samples\tlocation={}\tcount={}", clean(s.location), s.count);
+    if (!s.function.empty()) out += fmt::format("\tfunction={}", clean(s.function));
+    out += '\n';
   }
   return out;
 }
@@ -112,7 +121,7 @@ void ProfileWriter::defer_startup(uint64_t realtime_ns, int pid, int parent_pid,
 
 void ProfileWriter::write_experiment(const ExperimentResult& e) { append(format_experiment(e)); }
 
-void ProfileWriter::write_samples(const std::vector<std::pair<std::string, uint64_t>>& samples) {
+void ProfileWriter::write_samples(const std::vector<Samples>& samples) {
   append(format_samples(samples));
 }
 

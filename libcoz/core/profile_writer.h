@@ -24,14 +24,20 @@ class ProfileWriter {
   /// Opens (creates) the file for appending. On failure returns false and sets `error`.
   bool open(const std::string& path, std::string& error);
   bool is_open() const { return fd_ >= 0; }
+  /// Creates the file only when the first record is written (nothing may ever be).
+  void open_when_written(const std::string& path) { lazy_path_ = path; }
 
   void write_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command);
   /// Records to write just before the next block, if any is ever written (a
   /// forked child that execs at once then leaves nothing behind).
   void defer_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command);
   void write_experiment(const ExperimentResult& experiment);
-  /// `samples`: (FILE:LINE, count since the previous samples record for it).
-  void write_samples(const std::vector<std::pair<std::string, uint64_t>>& samples);
+  struct Samples {
+    std::string location;  // FILE:LINE (or BINARY:FUNCTION)
+    uint64_t count;        // since the previous samples record for it
+    std::string function;  // may be empty
+  };
+  void write_samples(const std::vector<Samples>& samples);
   void write_runtime(uint64_t ns);
   /// `stacks`: (frames "A;B" outermost first, count since the previous record for them).
   void write_stacks(const std::vector<std::pair<std::string, uint64_t>>& stacks);
@@ -46,13 +52,14 @@ class ProfileWriter {
   // Formatting, exposed for tests.
   static std::string format_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command);
   static std::string format_experiment(const ExperimentResult& experiment);
-  static std::string format_samples(const std::vector<std::pair<std::string, uint64_t>>& samples);
+  static std::string format_samples(const std::vector<Samples>& samples);
   static std::string format_stacks(const std::vector<std::pair<std::string, uint64_t>>& stacks);
   static std::string format_blocked(const std::vector<Blocked>& blocked);
 
  private:
   void append(const std::string& block);
   int fd_ = -1;
+  std::string lazy_path_;
   std::string deferred_;
 };
 

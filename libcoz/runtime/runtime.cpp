@@ -36,6 +36,7 @@ struct MapSources {
   SpinLock lock;                     // dlopen may run in several threads at once
 };
 MapSources* g_sources = nullptr;
+bool g_warn_if_never_in_scope = false;  // the launched program, with -b globs that matched nothing yet
 // Progress points exist even when profiling is off in this process, so the
 // program's counters always resolve to something stable.
 ProgressPoints* g_points = nullptr;
@@ -97,16 +98,21 @@ size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
     for (const auto& m : sources_seen.mapped) seen = seen || m == object;
     if (seen) continue;
     sources_seen.mapped.push_back(object);
-    ObjectLines found = rt.lines.add_object(path, object.bias, in_scope);
+    ObjectLines found = rt.lines.add_object(path, object.bias, in_scope, rt.config.debug_root);
     ++objects;
     if (!found.error.empty()) {
       log::warn("{}: {}", path, found.error);
+    } else if (found.function_level) {
+      log::warn("{} has no debug information: attributing samples to its functions (rebuild with -g for lines)",
+                path);
     } else if (!found.has_debug_info) {
-      log::warn("{} has no debug information: rebuild it with -g to profile its lines", path);
+      log::warn("{} has no debug information and no symbols: nothing in it can be profiled", path);
     } else if (found.lines == 0) {
       log::warn("{}: no source line is in scope (check --source-scope)", path);
     }
-    log::info("{}: {} lines, {} address ranges", path, found.lines, found.ranges);
+    if (!found.debug_file.empty()) log::info("{}: debug information from {}", path, found.debug_file);
+    log::info("{}: {} lines ({} ranges of inlined library code charged to their callers), {} address ranges", path,
+              found.lines, found.inlined_ranges, found.ranges);
   }
   rt.lines.finalize();
   log::info("line map: {} objects in scope, {} lines, built in {:.1f} ms", objects, rt.lines.lines().size(),
@@ -186,10 +192,11 @@ void start() {
   // is the scope, and it is either here or not.
   bool may_load_later = !rt->config.binary_scope.empty();
   if (objects_in_scope == 0 && !may_load_later) {
-    if (launched_here) log::warn("no loaded binary matches the binary scope; nothing will be profiled");
-    else log::info("{} is out of scope; not profiling it", main_executable);
+    // `coz run` refuses a program with nothing to profile; this is a program it execs.
+    log::info("{} is out of scope; not profiling it", main_executable);
     return;
   }
+  g_warn_if_never_in_scope = launched_here && objects_in_scope == 0;
   bool lines_in_scope = !rt->lines.lines().empty();
 
   if (!rt->config.fixed_line.empty()) {
@@ -203,11 +210,15 @@ void start() {
   }
 
   std::string error;
-  if (!rt->writer.open(rt->config.output_path, error)) {
+  if (objects_in_scope == 0) {
+    rt->writer.open_when_written(rt->config.output_path);  // `coz run` checked it can be created
+  } else if (!rt->writer.open(rt->config.output_path, error)) {
     log::error("{}; profiling is off", error);
     return;
   }
-  rt->writer.write_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
+  // Until something is in scope (a library loaded later), write nothing.
+  if (objects_in_scope > 0) rt->writer.write_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
+  else rt->writer.defer_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
   if (!lines_in_scope && !may_load_later) {
     log::warn("no source line in scope in {}: progress points are counted, but no line can be profiled",
               main_executable);
@@ -227,6 +238,12 @@ void start() {
 void stop() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
+  if (g_warn_if_never_in_scope && g_sources && g_sources->mapped.empty()) {
+    std::string globs;
+    for (const auto& g : rt->config.binary_scope) globs += (globs.empty() ? "" : " ") + g;
+    log::warn("no binary matching --binary-scope {} was ever loaded: nothing was profiled, no profile written", globs);
+    return;
+  }
   if (g_profiler) g_profiler->shutdown();
   if (!rt->config.fixed_line.empty() && !rt->fixed_line.load()) {
     log::warn("--fixed-line {}: no code at that line was loaded in the binaries in scope", rt->config.fixed_line);

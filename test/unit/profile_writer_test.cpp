@@ -59,8 +59,8 @@ TEST(ProfileWriter, RoundTripThroughTheReader) {
     ASSERT_TRUE(w.open(path, error)) << error;
     w.write_startup(123, 10, 1, "./app --flag");
     w.write_experiment(sample_experiment());
-    w.write_samples({{"/src/app/main.cpp:42", 87}, {"/src/app/main.cpp:43", 3}});
-    w.write_samples({{"/src/app/main.cpp:42", 13}});
+    w.write_samples({{"/src/app/main.cpp:42", 87, "main"}, {"/src/app/main.cpp:43", 3, ""}});
+    w.write_samples({{"/src/app/main.cpp:42", 13, "main"}});
     w.write_runtime(999);
   }
   analysis::Profile p;

@@ -15,6 +15,9 @@
 #include <vector>
 
 #include <boost/program_options.hpp>
+
+#include "line_map.h"
+#include "scope.h"
 #include <fmt/core.h>
 #include <fmt/ostream.h>
 
@@ -125,6 +128,30 @@ bool output_writable(const std::string& path, std::string& error) {
   return true;
 }
 
+/// With the default scope (the program itself), a program with neither debug
+/// information nor symbols has nothing to attribute samples to: say so now
+/// rather than after the run. With -b globs, a match may come later (dlopen).
+bool has_something_to_profile(const std::string& program, const std::vector<std::string>& source_globs,
+                              std::string& error) {
+  SourceScope sources(source_globs);
+  LineMap map;
+  const char* debug_root = std::getenv("COZ_DEBUG_ROOT");
+  ObjectLines found = map.add_object(program, 0, [&](std::string_view f) { return sources.contains(f); },
+                                     debug_root && *debug_root ? debug_root : default_debug_root);
+  if (!found.error.empty()) {
+    error = fmt::format("cannot read {}: {} (choose the binaries to profile with -b)", program, found.error);
+    return false;
+  }
+  if (found.lines == 0) {
+    error = found.has_debug_info || found.function_level
+                ? fmt::format("nothing to profile in {}: no source line is in scope (check -s)", program)
+                : fmt::format("nothing to profile in {}: it has no debug information and no symbols (rebuild it with -g)",
+                              program);
+    return false;
+  }
+  return true;
+}
+
 std::string join_lines(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) {
@@ -180,6 +207,12 @@ int run_main(int argc, char** argv) {
   if (!program) return fail(error);
   auto runtime = find_runtime();
   if (!runtime) return fail("cannot find libcoz.so next to the coz executable or in its install directory");
+
+  if (!vm.count("binary-scope")) {
+    std::vector<std::string> source_globs;
+    if (vm.count("source-scope")) source_globs = vm["source-scope"].as<std::vector<std::string>>();
+    if (!has_something_to_profile(*program, source_globs, error)) return fail(error);
+  }
 
   std::string output = absolute(vm["output"].as<std::string>());  // the program may chdir
   if (!output_writable(output, error)) return fail(error);
