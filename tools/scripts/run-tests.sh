@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
 # The README's second command (and CI's): install what is missing, build
-# everything with warnings as errors, run the whole test suite.
+# everything with warnings as errors, run the whole test suite; then the unit
+# tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and a
+# minute of fuzzing of the profile reader.
+#
+# Steps (each can be skipped for a quick local run):
+#   main build + ctest              always
+#   sanitizer unit tests            COZ_SKIP_SANITIZERS=1 to skip  (~3-4 min on 2 cores, first build)
+#   profile reader fuzzing          COZ_SKIP_FUZZ=1 to skip; COZ_FUZZ_SECONDS (default 60)
 set -euo pipefail
 top="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${COZ_BUILD_DIR:-$top/build}"
+asan_build="${COZ_ASAN_BUILD_DIR:-$build-asan}"
+fuzz_build="${COZ_FUZZ_BUILD_DIR:-$build-fuzz}"
+fuzz_seconds="${COZ_FUZZ_SECONDS:-60}"
 
 "$top/tools/scripts/install-deps.sh"
 # A rustup install is not always on PATH (e.g. under CI).
@@ -11,5 +21,75 @@ build="${COZ_BUILD_DIR:-$top/build}"
 
 cmake -S "$top" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOZ_WARNINGS_AS_ERRORS=ON >/dev/null
 cmake --build "$build"
-cd "$build"
-ctest --output-on-failure -j2 --timeout 600
+(cd "$build" && ctest --output-on-failure -j2 --timeout 600)
+
+# ---- unit tests under ASan + UBSan ------------------------------------------------
+# A second build tree with the sanitizers on everything it compiles; only the
+# unit tests are built and run there (integration tests LD_PRELOAD the
+# runtime into programs, which an ASan runtime does not survive). Warnings are
+# not errors here: GCC's sanitizer instrumentation adds false positives
+# (-Wmaybe-uninitialized and friends) that the main build does not have.
+if [ "${COZ_SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "== unit tests under AddressSanitizer and UndefinedBehaviorSanitizer ($asan_build)"
+  sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+  cmake -S "$top" -B "$asan_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCOZ_BUILD_TESTS=ON -DCOZ_BUILD_BENCH=OFF -DCOZ_BUILD_VIEWER=OFF \
+    "-DCMAKE_C_FLAGS=$sanitize" "-DCMAKE_CXX_FLAGS=$sanitize" \
+    "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" \
+    "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined" \
+    "-DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=address,undefined" >/dev/null
+  # One executable per test/unit/<module>_test.cpp (test/unit/CMakeLists.txt).
+  unit_targets=()
+  for source in "$top"/test/unit/*_test.cpp; do unit_targets+=("$(basename "$source" .cpp)"); done
+  cmake --build "$asan_build" --target "${unit_targets[@]}"
+  # Everything but the integration tests (label) and the viewer's; a
+  # *_NOT_BUILT placeholder is a test executable this step did not build.
+  # libelfin (Debian's libelfin-dev) keeps every elf::elf in a reference
+  # cycle with its sections: only "indirect" leaks, all inside libelf++.so;
+  # anything else LeakSanitizer finds is ours.
+  printf 'leak:libelf++.so\n' >"$asan_build/lsan.supp"
+  (cd "$asan_build" &&
+    LSAN_OPTIONS="suppressions=$asan_build/lsan.supp:print_suppressions=0" \
+    ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1" \
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    ctest --output-on-failure -j2 --timeout 600 -LE integration -E '^Viewer\.|_NOT_BUILT$')
+fi
+
+# ---- fuzzing the profile reader ------------------------------------------------
+# libFuzzer needs clang and its runtime (Debian: clang, libclang-rt-14-dev);
+# installed here, only when missing, rather than for every developer.
+if [ "${COZ_SKIP_FUZZ:-0}" != 1 ]; then
+  echo "== fuzzing the profile reader for ${fuzz_seconds} s ($fuzz_build)"
+  missing=()
+  for p in clang libclang-rt-14-dev; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    echo "Installing: ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  mkdir -p "$fuzz_build/corpus" "$fuzz_build/artifacts"
+  # The target links the analysis library's sources directly: a CMake
+  # configure with clang would rebuild everything else for nothing.
+  clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -I"$top/tools/analysis" "$top/test/fuzz/profile_reader_fuzz.cpp" "$top"/tools/analysis/*.cpp \
+    -lfmt -o "$fuzz_build/profile_reader_fuzz"
+  # New inputs go to the build tree's corpus; the committed seeds (and any
+  # earlier crash, kept as a regression file) are read from test/fuzz/corpus.
+  status=0
+  "$fuzz_build/profile_reader_fuzz" -max_total_time="$fuzz_seconds" -timeout=5 -rss_limit_mb=2048 -max_len=8192 \
+    -print_final_stats=1 -artifact_prefix="$fuzz_build/artifacts/" \
+    "$fuzz_build/corpus" "$top/test/fuzz/corpus" || status=$?
+  if [ "$status" -ne 0 ]; then
+    for artifact in "$fuzz_build"/artifacts/*; do
+      [ -e "$artifact" ] || continue
+      cp "$artifact" "$top/test/fuzz/corpus/regression-$(basename "$artifact")"
+      echo "fuzz: kept $(basename "$artifact") as test/fuzz/corpus/regression-$(basename "$artifact"): commit it with the fix"
+    done
+    echo "fuzz: the profile reader failed on an input (exit $status)" >&2
+    exit "$status"
+  fi
+fi

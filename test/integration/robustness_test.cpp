@@ -1,0 +1,1014 @@
+// Robustness tests (issue #5): `coz run` on the programs in
+// test/programs/robust, checking that the profiler survives what real
+// programs do (fork, exec, dlopen, signals, odd endings, thousands of
+// threads, no perf_event, no debug info) and that the profile stays whole.
+//
+// These tests check behaviour, not causal estimates: their margins are about
+// counts (records, visits, signals), so they are not sensitive to machine load
+// beyond the tolerances given with each. Every program runs ~0.5-3 s.
+// Experiments are capped at 150 ms (COZ_EXPERIMENT_MAX_NS, set for the whole
+// executable) so even short runs finish several.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.h"
+#include "record_line.h"
+
+extern char** environ;
+
+namespace coz_itest {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kExperimentMaxNs = "150000000";  // 150 ms
+
+// ---- reading profiles line by line ----------------------------------------------
+
+// Every record type the format defines (docs/profile-format.md), ours and Coz's.
+const std::set<std::string> kKnownRecords = {"startup", "process",  "experiment", "throughput-point",
+                                             "progress-point", "latency-point", "samples", "runtime",
+                                             "stack", "blocked"};
+
+/// A profile file as text, each line split into a record.
+struct RawProfile {
+  bool exists = false;
+  std::string text;
+  std::vector<analysis::RecordLine> records;
+  std::vector<std::string> problems;  // lines that are not whole, known records
+
+  std::vector<const analysis::RecordLine*> of(const std::string& type) const {
+    std::vector<const analysis::RecordLine*> out;
+    for (const analysis::RecordLine& r : records) {
+      if (r.type == type) out.push_back(&r);
+    }
+    return out;
+  }
+  size_t count(const std::string& type) const { return of(type).size(); }
+
+  /// pids of the `process` records, in file order.
+  std::vector<long> process_pids() const {
+    std::vector<long> pids;
+    for (const analysis::RecordLine* r : of("process")) {
+      const std::string* pid = r->find("pid");
+      pids.push_back(pid ? std::atol(pid->c_str()) : -1);
+    }
+    return pids;
+  }
+
+  /// Experiments per `pid=` value; experiments without the key count under -1.
+  std::map<long, size_t> experiments_by_pid() const {
+    std::map<long, size_t> out;
+    for (const analysis::RecordLine* r : of("experiment")) {
+      const std::string* pid = r->find("pid");
+      ++out[pid ? std::atol(pid->c_str()) : -1];
+    }
+    return out;
+  }
+};
+
+RawProfile read_raw(const std::string& path) {
+  RawProfile raw;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return raw;
+  raw.exists = true;
+  std::ostringstream text;
+  text << in.rdbuf();
+  raw.text = text.str();
+  std::istringstream lines(raw.text);
+  int number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++number;
+    analysis::RecordLine record;
+    std::string error;
+    if (!analysis::split_record_line(line, record, error)) {
+      raw.problems.push_back("line " + std::to_string(number) + " (" + error + "): " + line.substr(0, 200));
+    } else if (!kKnownRecords.count(record.type)) {
+      raw.problems.push_back("line " + std::to_string(number) + " unknown record: " + line.substr(0, 200));
+    } else {
+      raw.records.push_back(std::move(record));
+    }
+  }
+  if (!raw.text.empty() && raw.text.back() != '\n') raw.problems.push_back("the file ends in a partial line");
+  return raw;
+}
+
+/// Empty if the file exists, ends with a newline, and every line is a whole,
+/// known record that the profile reader accepts without a warning.
+std::string whole_records_problem(const std::string& path, const RawProfile& raw) {
+  if (!raw.exists) return "no profile at " + path;
+  std::ostringstream out;
+  for (const std::string& p : raw.problems) out << "  " << p << "\n";
+  const std::optional<analysis::Profile> profile = read_profile(path);
+  if (!profile) out << "  the profile reader cannot open it\n";
+  else
+    for (const std::string& w : profile->warnings) out << "  reader: " << w << "\n";
+  const std::string problems = out.str();
+  return problems.empty() ? "" : "the profile has broken records:\n" + problems;
+}
+
+// ---- programs' output -------------------------------------------------------------
+
+/// The number after "key=" in `text` (first occurrence), or -1.
+long long number_after(const std::string& text, const std::string& key) {
+  const std::string needle = key + "=";
+  size_t at = text.find(needle);
+  while (at != std::string::npos && at > 0 && text[at - 1] != ' ' && text[at - 1] != '\n') {
+    at = text.find(needle, at + 1);
+  }
+  if (at == std::string::npos) return -1;
+  return std::atoll(text.c_str() + at + needle.size());
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+size_t count_lines_containing(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (const std::string& line : lines_of(text)) n += line.find(needle) != std::string::npos ? 1 : 0;
+  return n;
+}
+
+// ---- a process that the test signals while it runs ----------------------------------
+
+/// Started like harness.cpp's run_process (own process group, default signal
+/// dispositions, output to files), but returned at once so the test can
+/// signal it.
+struct Running {
+  pid_t pid = -1;
+  std::string out_path, err_path;
+  std::chrono::steady_clock::time_point start;
+  std::string error;
+};
+
+Running start_process(const std::vector<std::string>& argv, const TempDir& scratch, const std::string& tag) {
+  Running running;
+  running.out_path = scratch.file("stdout." + tag);
+  running.err_path = scratch.file("stderr." + tag);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, running.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, running.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  sigset_t empty, defaults;
+  sigemptyset(&empty);
+  sigemptyset(&defaults);
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM}) sigaddset(&defaults, sig);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  running.start = std::chrono::steady_clock::now();
+  const int rc = posix_spawn(&running.pid, args[0], &actions, &attr, args.data(), environ);
+  if (rc != 0) running.error = std::string("posix_spawn: ") + std::strerror(rc);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  return running;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Waits up to `timeout` for `needle` in the process's stdout.
+bool wait_for_output(const Running& running, const std::string& needle, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (read_text(running.out_path).find(needle) != std::string::npos) return true;
+    int status = 0;
+    if (waitpid(running.pid, &status, WNOHANG) == running.pid) return false;  // ended (and reaped: rare in tests)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+ProcessResult finish_process(Running& running, std::chrono::seconds timeout = std::chrono::seconds(60)) {
+  ProcessResult result;
+  int status = 0;
+  for (;;) {
+    const pid_t done = waitpid(running.pid, &status, WNOHANG);
+    if (done == running.pid) break;
+    if (std::chrono::steady_clock::now() - running.start > timeout) {
+      kill(-running.pid, SIGKILL);
+      waitpid(running.pid, &status, 0);
+      result.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(-running.pid, SIGKILL);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - running.start).count();
+  result.exited = !result.timed_out && WIFEXITED(status);
+  if (result.exited) result.exit_status = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
+  result.out = read_text(running.out_path);
+  result.err = read_text(running.err_path);
+  return result;
+}
+
+// ---- the fixture -----------------------------------------------------------------------
+
+class RobustnessTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { setenv("COZ_EXPERIMENT_MAX_NS", kExperimentMaxNs, 1); }
+
+  void TearDown() override {
+    if (HasFailure()) {
+      scratch_.keep();
+      std::cerr << "[ kept     ] profiles and output in " << scratch_.path() << "\n";
+    }
+  }
+
+  std::string profile_path() const { return scratch_.file("profile.coz"); }
+
+  /// `coz run -o PROFILE OPTIONS --- PROGRAM`, killed after `timeout` (every
+  /// program here ends within ~15 s; a hang must not cost CI minutes).
+  ProcessResult run(const std::vector<std::string>& options, const std::vector<std::string>& program,
+                    std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    std::vector<std::string> argv = {COZ_EXE, "run", "-o", profile_path()};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.push_back("---");
+    argv.insert(argv.end(), program.begin(), program.end());
+    return run_process(argv, scratch_, timeout);
+  }
+
+  /// Checks the file is whole records and returns it split into lines.
+  RawProfile whole_profile() {
+    RawProfile raw = read_raw(profile_path());
+    const std::string problem = whole_records_problem(profile_path(), raw);
+    EXPECT_TRUE(problem.empty()) << problem;
+    return raw;
+  }
+
+  TempDir scratch_;
+};
+
+void expect_exit(const ProcessResult& result, int status) {
+  EXPECT_TRUE(result.exited) << describe(result);
+  EXPECT_EQ(result.exit_status, status) << describe(result);
+}
+
+// ======================================================================================
+// Processes: fork without exec, fork+exec, posix_spawn, system(); several
+// processes appending to one profile.
+// ======================================================================================
+
+// Two forked children (no exec) each run two threads of work with a progress
+// point for 0.8 s. Each process must have its own profiler: a startup record
+// followed by a process record with its pid, and experiments tagged pid=.
+TEST_F(RobustnessTest, ForkedChildrenWriteTheirOwnTaggedRecords) {
+  const ProcessResult result = run({}, {FORKER_EXE, "--children", "2", "--ms", "800"});
+  expect_exit(result, 0);
+  EXPECT_NE(result.out.find("forker parent done children=2 failed=0"), std::string::npos) << result.out;
+  const RawProfile raw = whole_profile();
+
+  EXPECT_EQ(raw.count("startup"), 3u) << "one startup record per process (parent + 2 children)\n" << raw.text;
+  const std::vector<long> pids = raw.process_pids();
+  ASSERT_EQ(pids.size(), 3u) << "one process record per process\n" << raw.text;
+  EXPECT_EQ(std::set<long>(pids.begin(), pids.end()).size(), 3u) << "process records repeat a pid\n" << raw.text;
+  for (const std::string& line : lines_of(result.out)) {
+    if (line.rfind("forker child pid=", 0) != 0) continue;
+    const long child = std::atol(line.c_str() + std::strlen("forker child pid="));
+    EXPECT_NE(std::find(pids.begin(), pids.end(), child), pids.end()) << "no process record for child " << child;
+  }
+
+  const std::map<long, size_t> by_pid = raw.experiments_by_pid();
+  EXPECT_EQ(by_pid.count(-1), 0u) << by_pid.at(-1) << " experiment records have no pid= key";
+  for (const long pid : pids) {
+    EXPECT_GT(by_pid.count(pid) ? by_pid.at(pid) : 0, 0u) << "no experiment from process " << pid;
+  }
+  for (const auto& [pid, n] : by_pid) {
+    EXPECT_TRUE(pid == -1 || std::find(pids.begin(), pids.end(), pid) != pids.end())
+        << n << " experiments tagged with pid " << pid << " that has no process record";
+  }
+}
+
+// The parent is undisturbed by its forked children being profiled: same
+// output line and exit status as a plain run.
+TEST_F(RobustnessTest, ForkingParentKeepsItsExitStatusAndOutput) {
+  const std::vector<std::string> program = {FORKER_EXE, "--children", "2", "--ms", "300", "--exit-status", "3"};
+  const ProcessResult plain = run_process(program, scratch_);
+  ASSERT_TRUE(plain.exited && plain.exit_status == 3) << describe(plain);
+  const ProcessResult profiled = run({}, program);
+  expect_exit(profiled, 3);
+  EXPECT_NE(profiled.out.find("forker parent done children=2 failed=0"), std::string::npos) << profiled.out;
+  EXPECT_EQ(count_lines_containing(profiled.out, "forker child pid="), 2u) << profiled.out;
+  EXPECT_EQ(profiled.err, plain.err) << "the runtime wrote to stderr";
+}
+
+// 8 forked children and the parent all run experiments and append to one
+// file at the same time. Every line must be a whole record (no interleaved
+// partial lines), and the whole records add up: 9 startup and process
+// records, and as many experiment records as the reader finds experiments.
+TEST_F(RobustnessTest, EightProcessesAppendWholeRecordsToOneProfile) {
+  const ProcessResult result = run({}, {FORKER_EXE, "--children", "8", "--ms", "1200"});
+  expect_exit(result, 0);
+  const RawProfile raw = whole_profile();
+  EXPECT_EQ(raw.count("startup"), 9u) << raw.text.substr(0, 4000);
+  const std::vector<long> pids = raw.process_pids();
+  EXPECT_EQ(std::set<long>(pids.begin(), pids.end()).size(), 9u) << "distinct pids in process records";
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  EXPECT_EQ(raw.count("experiment"), profile->experiments.size());
+  const std::map<long, size_t> by_pid = raw.experiments_by_pid();
+  size_t processes_with_experiments = 0;
+  for (const long pid : pids) processes_with_experiments += by_pid.count(pid) ? 1 : 0;
+  // 9 processes x 2 threads on 2 cores for 1.2 s: each gets > 100 ms of CPU,
+  // enough for an experiment (>= 50 ms) in every one of them.
+  EXPECT_EQ(processes_with_experiments, 9u) << describe_experiments(*profile);
+  std::cerr << "[ records  ] " << raw.records.size() << " records, " << raw.count("experiment") << " experiments from "
+            << processes_with_experiments << " processes\n";
+}
+
+// fork + exec of the program itself: the exec'd program is the launched
+// program (MAIN), so it is in scope and writes its own records.
+TEST_F(RobustnessTest, ExecedSelfIsProfiled) {
+  const ProcessResult result = run({}, {FORKER_EXE, "--exec-self", "--ms", "800"});
+  expect_exit(result, 0);
+  const RawProfile raw = whole_profile();
+  EXPECT_EQ(raw.count("startup"), 2u) << raw.text.substr(0, 4000);
+  const std::vector<long> pids = raw.process_pids();
+  ASSERT_EQ(std::set<long>(pids.begin(), pids.end()).size(), 2u) << raw.text.substr(0, 4000);
+  const std::map<long, size_t> by_pid = raw.experiments_by_pid();
+  for (const long pid : pids) EXPECT_TRUE(by_pid.count(pid)) << "no experiment tagged pid=" << pid;
+}
+
+// posix_spawn of the program itself: the same.
+TEST_F(RobustnessTest, SpawnedSelfIsProfiled) {
+  const ProcessResult result = run({}, {FORKER_EXE, "--spawn-self", "--ms", "800"});
+  expect_exit(result, 0);
+  const RawProfile raw = whole_profile();
+  EXPECT_EQ(raw.count("startup"), 2u) << raw.text.substr(0, 4000);
+  const std::vector<long> pids = raw.process_pids();
+  ASSERT_EQ(std::set<long>(pids.begin(), pids.end()).size(), 2u) << raw.text.substr(0, 4000);
+  const std::map<long, size_t> by_pid = raw.experiments_by_pid();
+  for (const long pid : pids) EXPECT_TRUE(by_pid.count(pid)) << "no experiment tagged pid=" << pid;
+}
+
+// posix_spawn of another program that `-b` names: it is profiled (its lines
+// get samples, its experiments are tagged with its pid).
+TEST_F(RobustnessTest, SpawnedProgramMatchingBinaryScopeIsProfiled) {
+  const ProcessResult result =
+      run({"-b", "MAIN", "-b", "*/spawned_worker"}, {FORKER_EXE, "--spawn", SPAWNED_WORKER_EXE, "--ms", "800"});
+  expect_exit(result, 0);
+  EXPECT_NE(result.out.find("spawned_worker done"), std::string::npos) << result.out;
+  const RawProfile raw = whole_profile();
+  EXPECT_EQ(raw.count("startup"), 2u) << raw.text.substr(0, 4000);
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  EXPECT_GT(samples_in_file(*profile, "spawned_worker.cpp"), 0u) << "no samples in the spawned program";
+  const std::vector<long> pids = raw.process_pids();
+  const std::map<long, size_t> by_pid = raw.experiments_by_pid();
+  EXPECT_EQ(pids.size(), 2u);
+  for (const long pid : pids) EXPECT_TRUE(by_pid.count(pid)) << "no experiment tagged pid=" << pid;
+}
+
+// system() (a shell, which runs echo and true) and posix_spawn of /bin/true
+// are out of scope: they run normally, the runtime says nothing on stderr and
+// writes no records for them.
+TEST_F(RobustnessTest, OutOfScopeChildrenStayQuiet) {
+  const ProcessResult result = run({}, {FORKER_EXE, "--system", "--ms", "500"});
+  expect_exit(result, 0);
+  EXPECT_NE(result.out.find("hello-from-shell"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("forker parent done children=1 failed=0"), std::string::npos) << result.out;
+  EXPECT_EQ(result.err, "") << "the runtime wrote to stderr";
+  const RawProfile raw = whole_profile();
+  EXPECT_EQ(raw.count("startup"), 1u) << "records from out-of-scope children\n" << raw.text.substr(0, 4000);
+  EXPECT_LE(raw.count("process"), 1u) << raw.text.substr(0, 4000);
+}
+
+// ======================================================================================
+// dlopen / dlclose after start.
+// ======================================================================================
+
+// A line of a library dlopen'ed after start can be selected with --fixed-line
+// (it cannot be resolved at start-up: the library is not loaded yet).
+TEST_F(RobustnessTest, FixedLineInDlopenedLibrary) {
+  const std::string line = marked_line("robust/plugin.cpp", "plugin_work");
+  const ProcessResult result =
+      run({"-b", "MAIN", "-b", "*libplugin.so", "--fixed-line", line, "--fixed-speedup", "50"},
+          {DL_MAIN_EXE, "--only-first", "--first-ms", "2500"});
+  expect_exit(result, 0);
+  whole_profile();
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile) << describe(result);
+  EXPECT_GE(profile->experiments.size(), 4u) << describe_experiments(*profile);
+  uint64_t selected_samples = 0;
+  for (const analysis::Experiment& e : profile->experiments) {
+    EXPECT_TRUE(location_matches(e.selected, line)) << "experiment on " << e.selected;
+    selected_samples += e.selected_samples;
+  }
+  EXPECT_GT(samples_on_line(*profile, line), 0u) << "no samples on " << line;
+  EXPECT_GT(selected_samples, 0u) << "no experiment saw a sample in the selected line";
+}
+
+// libplugin.so runs 0.5 s, is closed, then libplugin_other.so runs 2 s,
+// usually mapped at the same address. Samples of the second phase must land
+// on plugin_other.cpp; a map that kept the closed library's ranges would put
+// them on plugin.cpp (or drop them).
+TEST_F(RobustnessTest, DlcloseLeavesNoDanglingRanges) {
+  const ProcessResult result = run({"-b", "MAIN", "-b", "*libplugin*.so"},
+                                   {DL_MAIN_EXE, "--first-ms", "500", "--second-ms", "2000"});
+  expect_exit(result, 0);
+  whole_profile();
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  const uint64_t first = samples_in_file(*profile, "plugin.cpp");
+  const uint64_t second = samples_in_file(*profile, "plugin_other.cpp");
+  std::cerr << "[ dlopen   ] " << result.out << "[ samples  ] plugin.cpp " << first << ", plugin_other.cpp " << second
+            << "\n";
+  if (number_after(result.out, "same_address") != 1) std::cerr << "[ note     ] the second library loaded elsewhere\n";
+  EXPECT_GT(first, 0u) << "no samples in the first dlopen'ed library";
+  EXPECT_GT(second, 0u) << "no samples in the library dlopen'ed after a dlclose";
+  // 2 s against 0.5 s: 4x; require 2x.
+  EXPECT_GT(second, 2 * first) << "samples of the second library attributed to the closed one";
+}
+
+// ======================================================================================
+// Signals: the application's handlers, masks, SIGPROF, restartable calls.
+// Each program checks itself and exits 0 when its checks hold; the profile
+// must show the profiler was really running (samples).
+// ======================================================================================
+
+void expect_profiler_ran(const std::string& path) {
+  const std::optional<analysis::Profile> profile = read_profile(path);
+  ASSERT_TRUE(profile) << "no profile";
+  uint64_t samples = 0;
+  for (const auto& [location, count] : profile->samples) samples += count;
+  EXPECT_GT(samples, 0u) << "no samples: the profiler was not running, so the check proves nothing";
+}
+
+TEST_F(RobustnessTest, SigsegvHandlerWithSiglongjmpKeepsWorking) {
+  const ProcessResult result = run({}, {SIGNALS_EXE, "--segv", "100"});
+  expect_exit(result, 0);
+  EXPECT_NE(result.out.find("segv caught=100 handler=100"), std::string::npos) << result.out;
+  expect_profiler_ran(profile_path());
+}
+
+TEST_F(RobustnessTest, SigabrtHandlerRuns) {
+  const ProcessResult result = run({}, {SIGNALS_EXE, "--abort"});
+  expect_exit(result, 42);
+  EXPECT_NE(result.out.find("abort handled"), std::string::npos) << result.out;
+  expect_profiler_ran(profile_path());
+}
+
+// setitimer(ITIMER_PROF, 10 ms) over ~2 s of CPU-bound work: the kernel sends
+// SIGPROF per 10 ms of process CPU time, so the handler must run about
+// cpu_ms / 10 times. Margin +-25% (timer granularity is a tick; a runtime
+// that takes SIGPROF for itself gives ~0).
+TEST_F(RobustnessTest, SigprofTimerKeepsItsRate) {
+  const ProcessResult result = run({}, {SIGNALS_EXE, "--sigprof", "2000"});
+  expect_exit(result, 0);
+  const long long count = number_after(result.out, "count");
+  const long long expected = number_after(result.out, "expected");
+  ASSERT_GT(expected, 50) << result.out;
+  EXPECT_GE(count, expected * 3 / 4) << result.out;
+  EXPECT_LE(count, expected * 5 / 4) << result.out;
+  expect_profiler_ran(profile_path());
+}
+
+TEST_F(RobustnessTest, SigintAndSigtermHandlersRun) {
+  const ProcessResult result = run({}, {SIGNALS_EXE, "--int-term"});
+  expect_exit(result, 0);
+  EXPECT_NE(result.out.find("int-term sigint=1 sigterm=1"), std::string::npos) << result.out;
+  expect_profiler_ran(profile_path());
+}
+
+// A full mask reads back full; a blocked thread-directed SIGUSR1 stays pending
+// until unblocked; a process-directed SIGUSR2 that every application thread
+// blocks stays pending (no profiler thread runs the handler) until sigtimedwait.
+TEST_F(RobustnessTest, ApplicationSignalMasksAreRespected) {
+  const ProcessResult result = run({}, {SIGNALS_EXE, "--mask"});
+  expect_exit(result, 0);
+  EXPECT_NE(result.out.find("mask not_blocked=0 calls_while_blocked=0 usr1_pending=1 usr2_pending=1 "
+                            "calls_after_unblock=1 usr2_taken=1"),
+            std::string::npos)
+      << result.out;
+  expect_profiler_ran(profile_path());
+}
+
+// A thread blocked in read() on a pipe (and sent SIGUSR1, SA_RESTART) and a
+// thread in a usleep/nanosleep loop, for 1.5 s while two threads are sampled:
+// the read returns its byte, no sleep fails with EINTR.
+TEST_F(RobustnessTest, RestartableCallsDoNotFailWithEintr) {
+  const ProcessResult result = run({}, {SIGNALS_EXE, "--eintr", "1500"});
+  expect_exit(result, 0);
+  EXPECT_EQ(number_after(result.out, "read_result"), 1) << result.out;
+  EXPECT_EQ(number_after(result.out, "sleep_eintr"), 0) << result.out;
+  EXPECT_GT(number_after(result.out, "sleeps"), 20) << result.out;
+  expect_profiler_ran(profile_path());
+}
+
+// ======================================================================================
+// Endings: every finished experiment on disk, whole lines, the program's own
+// exit status or signal.
+// ======================================================================================
+
+/// After ~1 s of two working threads with experiments of <= 150 ms, at least
+/// 3 experiments finished (the margin allows for a slow start-up).
+void expect_finished_experiments(const std::string& path, size_t at_least = 3) {
+  const std::optional<analysis::Profile> profile = read_profile(path);
+  ASSERT_TRUE(profile) << "no profile";
+  EXPECT_GE(profile->experiments.size(), at_least) << describe_experiments(*profile);
+  uint64_t visits = 0;
+  for (const analysis::Experiment& e : profile->experiments) {
+    for (const analysis::ThroughputMeasurement& m : e.throughput) visits += m.name == "unit" ? m.delta : 0;
+  }
+  EXPECT_GT(visits, 0u) << "no visits to the progress point in the experiments";
+}
+
+TEST_F(RobustnessTest, ExitFromAThread) {
+  const ProcessResult result = run({}, {ENDINGS_EXE, "--exit-thread", "--ms", "1000"});
+  expect_exit(result, 7);
+  const RawProfile raw = whole_profile();
+  EXPECT_EQ(raw.count("runtime"), 1u) << "exit() runs the runtime's exit path";
+  expect_finished_experiments(profile_path());
+}
+
+TEST_F(RobustnessTest, MainReturnsWhileThreadsRun) {
+  const ProcessResult result = run({}, {ENDINGS_EXE, "--return-main", "--ms", "1000"});
+  expect_exit(result, 5);
+  const RawProfile raw = whole_profile();
+  EXPECT_EQ(raw.count("runtime"), 1u);
+  expect_finished_experiments(profile_path());
+}
+
+TEST_F(RobustnessTest, PthreadExitFromMain) {
+  const ProcessResult result = run({}, {ENDINGS_EXE, "--pthread-exit", "--ms", "700"});
+  expect_exit(result, 0);
+  EXPECT_NE(result.out.find("endings: last worker done"), std::string::npos) << result.out;
+  const RawProfile raw = whole_profile();
+  EXPECT_EQ(raw.count("runtime"), 1u);
+  expect_finished_experiments(profile_path());
+}
+
+TEST_F(RobustnessTest, AbortEndsWithSigabrt) {
+  const ProcessResult result = run({}, {ENDINGS_EXE, "--abort", "--ms", "1000"});
+  EXPECT_FALSE(result.exited) << describe(result);
+  EXPECT_EQ(result.term_signal, SIGABRT) << describe(result);
+  whole_profile();
+  expect_finished_experiments(profile_path());
+}
+
+/// Runs `endings --forever`, sends `sig` ~1 s after it is ready, and checks it died of that signal.
+void kill_mid_experiment(const TempDir& scratch, const std::string& profile, int sig) {
+  const std::vector<std::string> argv = {COZ_EXE, "run", "-o", profile, "---", ENDINGS_EXE, "--forever", "--ms", "300"};
+  Running running = start_process(argv, scratch, "killed");
+  ASSERT_TRUE(running.error.empty()) << running.error;
+  const bool ready = wait_for_output(running, "ready", std::chrono::seconds(30));
+  if (ready) std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  kill(running.pid, sig);  // the program itself: coz run exec'd it
+  const ProcessResult result = finish_process(running);
+  ASSERT_TRUE(ready) << "the program never printed ready: " << describe(result);
+  EXPECT_FALSE(result.exited) << describe(result);
+  EXPECT_FALSE(result.timed_out) << "signal " << sig << " did not end the program";
+  EXPECT_EQ(result.term_signal, sig) << describe(result);
+}
+
+TEST_F(RobustnessTest, SigintMidExperiment) {
+  kill_mid_experiment(scratch_, profile_path(), SIGINT);
+  whole_profile();
+  expect_finished_experiments(profile_path());
+}
+
+TEST_F(RobustnessTest, SigtermMidExperiment) {
+  kill_mid_experiment(scratch_, profile_path(), SIGTERM);
+  whole_profile();
+  expect_finished_experiments(profile_path());
+}
+
+TEST_F(RobustnessTest, SigkillMidExperiment) {
+  kill_mid_experiment(scratch_, profile_path(), SIGKILL);
+  whole_profile();
+  expect_finished_experiments(profile_path());
+}
+
+// ======================================================================================
+// Scale: many threads, no fixed-size table, no fd or memory exhaustion.
+// ======================================================================================
+
+// 1,000 threads alive at once: all created, the program can still open its
+// own descriptors, and when they have exited the fd count is back where it
+// started. Resident memory at the peak may grow by what 1,000 threads'
+// profiler state reasonably needs (256 KiB each) over a plain run.
+TEST_F(RobustnessTest, ThousandLiveThreads) {
+  const std::vector<std::string> program = {SCALE_EXE, "--live", "1000"};
+  const ProcessResult plain = run_process(program, scratch_);
+  ASSERT_TRUE(plain.exited && plain.exit_status == 0) << describe(plain);
+  const ProcessResult result = run({}, program);
+  expect_exit(result, 0);
+  std::cerr << "[ plain    ] " << plain.out << "[ profiled ] " << result.out;
+  EXPECT_EQ(number_after(result.out, "created"), 1000) << result.out;
+  EXPECT_EQ(number_after(result.out, "open_failures"), 0) << result.out;
+  EXPECT_LE(number_after(result.out, "fds_end") - number_after(result.out, "fds_start"), 2) << result.out;
+  EXPECT_LE(number_after(result.out, "rss_peak_kb"), number_after(plain.out, "rss_peak_kb") + 256 * 1024)
+      << result.out;
+  whole_profile();
+  expect_profiler_ran(profile_path());
+}
+
+// The same under the soft fd limit most desktop sessions and CI runners start
+// with (1024). The program's 1,000 threads and 32 descriptors fit in it; a
+// runtime that spends one descriptor per thread (a perf_event fd) does not,
+// and must not make the program's own open() fail: it has to share
+// descriptors, fall back to timers for the excess threads, or raise the soft
+// limit for itself.
+TEST_F(RobustnessTest, ThousandLiveThreadsUnderTheDefaultFdLimit) {
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < 1024) GTEST_SKIP() << "hard fd limit below 1024";
+  rlimit limited = saved;
+  limited.rlim_cur = 1024;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limited), 0);
+  const ProcessResult result = run({}, {SCALE_EXE, "--live", "1000"});  // inherits the limit
+  setrlimit(RLIMIT_NOFILE, &saved);
+  std::cerr << "[ profiled ] " << result.out;
+  expect_exit(result, 0);
+  EXPECT_EQ(number_after(result.out, "created"), 1000) << result.out;
+  EXPECT_EQ(number_after(result.out, "open_failures"), 0) << "the program could not open its own files\n"
+                                                          << result.out;
+  EXPECT_LE(number_after(result.out, "fds_end") - number_after(result.out, "fds_start"), 2) << result.out;
+  whole_profile();
+  expect_profiler_ran(profile_path());
+}
+
+// 20,000 short-lived threads, 4 at a time: fds never pile up (at most a few
+// per live thread at any time) and are all returned; memory does not grow
+// with the number of threads that have lived (<= 32 MiB more than a plain
+// run's growth: a leak of even 2 KiB per thread would exceed it).
+TEST_F(RobustnessTest, TwentyThousandShortLivedThreads) {
+  const std::vector<std::string> program = {SCALE_EXE, "--churn", "20000"};
+  const ProcessResult plain = run_process(program, scratch_);
+  ASSERT_TRUE(plain.exited && plain.exit_status == 0) << describe(plain);
+  const ProcessResult result = run({}, program, std::chrono::seconds(180));
+  expect_exit(result, 0);
+  std::cerr << "[ plain    ] " << plain.seconds << " s: " << plain.out << "[ profiled ] " << result.seconds
+            << " s: " << result.out;
+  EXPECT_EQ(number_after(result.out, "created"), 20000) << result.out;
+  // Starting to sample a thread (perf_event_open, mmap of its ring, fcntl)
+  // costs ~0.1 ms; 20,000 of them add ~2 s. A run 4x as long as the plain
+  // one, plus 10 s, means thread start or exit costs milliseconds: the
+  // profiler would distort any program that uses short-lived threads.
+  EXPECT_LE(result.seconds, 4 * plain.seconds + 10) << "thread creation and exit are slow under the profiler";
+  const long long fds_start = number_after(result.out, "fds_start");
+  EXPECT_LE(number_after(result.out, "fds_peak") - fds_start, 16) << result.out;
+  EXPECT_LE(number_after(result.out, "fds_end") - fds_start, 2) << result.out;
+  const long long plain_growth = number_after(plain.out, "rss_end_kb") - number_after(plain.out, "rss_start_kb");
+  const long long growth = number_after(result.out, "rss_end_kb") - number_after(result.out, "rss_start_kb");
+  EXPECT_LE(growth, plain_growth + 32 * 1024) << result.out;
+  whole_profile();
+  expect_profiler_ran(profile_path());
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  EXPECT_GT(profile->experiments.size(), 0u);
+}
+
+// ======================================================================================
+// No perf_event: a seccomp filter makes perf_event_open fail; the runtime
+// warns once and samples with per-thread CPU-time timers instead.
+// ======================================================================================
+
+void expect_timer_fallback(const ProcessResult& result, const std::string& path) {
+  expect_exit(result, 0);
+  // two_threads itself prints "two_threads: elapsed=..." on stderr.
+  const size_t runtime_lines = lines_of(result.err).size() - count_lines_containing(result.err, "two_threads: elapsed=");
+  EXPECT_EQ(runtime_lines, 1u) << "want one warning line on stderr:\n" << result.err;
+  EXPECT_NE(result.err.find("perf_event"), std::string::npos) << result.err;
+  const std::optional<analysis::Profile> profile = read_profile(path);
+  ASSERT_TRUE(profile) << "no profile";
+  uint64_t samples = 0, selected = 0;
+  for (const auto& [location, count] : profile->samples) samples += count;
+  for (const analysis::Experiment& e : profile->experiments) selected += e.selected_samples;
+  EXPECT_GE(profile->experiments.size(), 3u) << describe_experiments(*profile);
+  EXPECT_GT(samples, 0u) << "no samples without perf_event";
+  EXPECT_GT(selected, 0u) << "no experiment saw samples in its selected line";
+  EXPECT_GT(samples_in_file(*profile, "two_threads.cpp"), 0u);
+}
+
+TEST_F(RobustnessTest, NoPerfEventEaccesFallsBackToTimers) {
+  const ProcessResult result =
+      run({"-b", "*/two_threads"}, {NO_PERF_LAUNCHER_EXE, TWO_THREADS_EXE, "-n", std::to_string(scaled(400))});
+  expect_timer_fallback(result, profile_path());
+  whole_profile();
+}
+
+TEST_F(RobustnessTest, NoPerfEventEnosysFallsBackToTimers) {
+  const ProcessResult result = run({"-b", "*/two_threads"}, {NO_PERF_LAUNCHER_EXE, "--errno", "ENOSYS",
+                                                             TWO_THREADS_EXE, "-n", std::to_string(scaled(400))});
+  expect_timer_fallback(result, profile_path());
+  whole_profile();
+}
+
+// ======================================================================================
+// No debug info (variants made by objcopy in test/programs/robust).
+// ======================================================================================
+
+std::string nodebug(const std::string& variant) { return std::string(NODEBUG_DIR) + "/" + variant; }
+
+/// Samples at function level ("BINARY:nodebug_hot") and none at a nodebug.cpp line.
+void expect_function_level(const analysis::Profile& profile, const std::string& binary) {
+  uint64_t hot = 0, with_line = 0;
+  std::string locations;
+  for (const auto& [location, count] : profile.samples) {
+    locations += "  " + location + " " + std::to_string(count) + "\n";
+    const size_t colon = location.rfind(':');
+    if (location.find("nodebug.cpp:") != std::string::npos) with_line += count;
+    if (colon != std::string::npos && location.substr(colon + 1) == "nodebug_hot" &&
+        location.find(binary) != std::string::npos)
+      hot += count;
+  }
+  EXPECT_GT(hot, 0u) << "no samples at " << binary << ":nodebug_hot; locations:\n" << locations;
+  EXPECT_EQ(with_line, 0u) << "line-level samples without (matching) debug info:\n" << locations;
+}
+
+TEST_F(RobustnessTest, StrippedBinaryGetsFunctionLevelAttribution) {
+  const std::string binary = nodebug("nodebug_stripped");
+  const ProcessResult result = run({}, {binary, "--units", "600"});
+  expect_exit(result, 0);
+  EXPECT_EQ(count_lines_containing(result.err, "nodebug_stripped"), 1u)
+      << "want one warning naming the binary:\n" << result.err;
+  whole_profile();
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  expect_function_level(*profile, "nodebug_stripped");
+  EXPECT_GT(profile->experiments.size(), 0u) << "no experiments on function-level locations";
+}
+
+TEST_F(RobustnessTest, DebuglinkFileIsFound) {
+  const ProcessResult result = run({}, {nodebug("nodebug_debuglink"), "--units", "600"});
+  expect_exit(result, 0);
+  EXPECT_EQ(result.err, "") << "no warning expected: the debug file is next to the binary";
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  const std::string hot = marked_line("robust/nodebug.cpp", "nodebug_hot");
+  EXPECT_GT(samples_on_line(*profile, hot), 0u) << "no samples on " << hot << " via .gnu_debuglink";
+}
+
+// .gnu_debuglink names a file that exists but whose CRC does not match (it
+// holds another build's DWARF): it must be ignored, as if there were none.
+TEST_F(RobustnessTest, DebuglinkWithWrongCrcIsIgnored) {
+  const ProcessResult result = run({}, {nodebug("nodebug_badcrc"), "--units", "600"});
+  expect_exit(result, 0);
+  EXPECT_EQ(count_lines_containing(result.err, "nodebug_badcrc"), 1u) << result.err;
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  expect_function_level(*profile, "nodebug_badcrc");
+}
+
+/// The build-id of an ELF file as hex ("" if none), from readelf -n.
+std::string build_id(const std::string& path, const TempDir& scratch) {
+  const ProcessResult r = run_process({READELF, "-n", path}, scratch);
+  const size_t at = r.out.find("Build ID: ");
+  if (at == std::string::npos) return "";
+  std::string id;
+  for (size_t i = at + 10; i < r.out.size() && std::isxdigit(static_cast<unsigned char>(r.out[i])); ++i)
+    id += r.out[i];
+  return id;
+}
+
+// The DWARF in /usr/lib/debug/.build-id/xx/yyyy.debug, where Debian's -dbgsym
+// packages put it. The test installs the file there for the run and removes
+// it after (skipped when that directory is not writable).
+TEST_F(RobustnessTest, BuildIdDebugFileIsFound) {
+  const std::string binary = nodebug("nodebug_buildid");
+  const std::string id = build_id(binary, scratch_);
+  ASSERT_GT(id.size(), 2u) << "no build-id in " << binary;
+  const fs::path target = fs::path("/usr/lib/debug/.build-id") / id.substr(0, 2) / (id.substr(2) + ".debug");
+  std::error_code ec;
+  fs::create_directories(target.parent_path(), ec);
+  if (ec || !fs::copy_file(binary + ".debug", target, fs::copy_options::overwrite_existing, ec) || ec) {
+    GTEST_SKIP() << "cannot install " << target << ": " << ec.message();
+  }
+  const ProcessResult result = run({}, {binary, "--units", "600"});
+  fs::remove(target, ec);
+  expect_exit(result, 0);
+  EXPECT_EQ(result.err, "") << "no warning expected: the debug file is in the build-id directory";
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  const std::string hot = marked_line("robust/nodebug.cpp", "nodebug_hot");
+  EXPECT_GT(samples_on_line(*profile, hot), 0u) << "no samples on " << hot << " via the build-id";
+}
+
+/// A clear error when nothing at all can be profiled: non-zero exit, one
+/// line on stderr naming `mention`, no profile written.
+void expect_nothing_in_scope_error(const ProcessResult& result, const std::string& profile,
+                                   const std::string& mention) {
+  EXPECT_TRUE(result.exited) << describe(result);
+  EXPECT_NE(result.exit_status, 0) << describe(result);
+  EXPECT_EQ(lines_of(result.err).size(), 1u) << "stderr:\n" << result.err;
+  EXPECT_NE(result.err.find(mention), std::string::npos) << "stderr does not mention " << mention << ":\n"
+                                                         << result.err;
+  EXPECT_FALSE(fs::exists(profile)) << "a profile was written";
+}
+
+// No DWARF, no symbol table: nothing in the binary can be attributed.
+TEST_F(RobustnessTest, NoSymbolsNoDebugInfoIsAClearError) {
+  const ProcessResult result = run({}, {nodebug("nodebug_nosymbols"), "--units", "50"});
+  expect_nothing_in_scope_error(result, profile_path(), "nodebug_nosymbols");
+}
+
+// -b globs may name a library the program loads later (dlopen) or a program
+// it execs, so coz run cannot refuse them up front, and the program must run
+// unchanged. If nothing ever matched, one warning says so at exit and no
+// profile is written; the exit status stays the program's own.
+TEST_F(RobustnessTest, BinaryScopeMatchingNothingIsAClearWarning) {
+  const ProcessResult result = run({"-b", "*/no-such-binary"}, {TWO_THREADS_EXE, "-n", "20"});
+  EXPECT_TRUE(result.exited) << describe(result);
+  EXPECT_EQ(result.exit_status, 0) << describe(result);
+  std::vector<std::string> warnings;  // the runtime's lines (the program prints its own timing line)
+  for (const std::string& line : lines_of(result.err)) {
+    if (line.rfind("coz: ", 0) == 0) warnings.push_back(line);
+  }
+  ASSERT_EQ(warnings.size(), 1u) << "stderr:\n" << result.err;
+  EXPECT_NE(warnings[0].find("no-such-binary"), std::string::npos) << warnings[0];
+  EXPECT_FALSE(fs::exists(profile_path())) << "a profile was written";
+}
+
+// ======================================================================================
+// Progress points from the command line, in a program with no coz.h.
+// ======================================================================================
+
+/// Sum of the deltas of throughput points named like `line` over all experiments.
+uint64_t throughput_visits(const analysis::Profile& profile, const std::string& line) {
+  uint64_t total = 0;
+  for (const analysis::Experiment& e : profile.experiments) {
+    for (const analysis::ThroughputMeasurement& m : e.throughput) total += location_matches(m.name, line) ? m.delta : 0;
+  }
+  return total;
+}
+
+// Experiments cover most of the run but not all of it (start-up, cool-offs,
+// the tail): the recorded visits are at most the real count, and at least 80%
+// of it (with ~5 ms cool-offs between >= 50 ms experiments, ~90% is covered).
+void expect_visit_share(uint64_t recorded, long long real, const std::string& what) {
+  ASSERT_GT(real, 0) << what;
+  EXPECT_LE(recorded, static_cast<uint64_t>(real)) << what << ": more visits recorded than happened";
+  EXPECT_GE(static_cast<double>(recorded), 0.8 * static_cast<double>(real)) << what;
+  std::cerr << "[ visits   ] " << what << ": " << recorded << " recorded of " << real << "\n";
+}
+
+TEST_F(RobustnessTest, ProgressPointsGivenOnTheCommandLine) {
+  const std::string item = marked_line("robust/no_coz_h.cpp", "item_done");
+  const std::string begin = marked_line("robust/no_coz_h.cpp", "request_begin");
+  const ProcessResult result = run({"--progress", item, "--progress", begin}, {NO_COZ_H_EXE, "--items", "3000"});
+  expect_exit(result, 0);
+  whole_profile();
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  ASSERT_GT(profile->experiments.size(), 0u);
+  expect_visit_share(throughput_visits(*profile, item), number_after(result.out, "items"), item);
+  expect_visit_share(throughput_visits(*profile, begin), number_after(result.out, "begins"), begin);
+}
+
+TEST_F(RobustnessTest, LatencyPointGivenOnTheCommandLine) {
+  const std::string begin = marked_line("robust/no_coz_h.cpp", "request_begin");
+  const std::string end = marked_line("robust/no_coz_h.cpp", "request_end");
+  const ProcessResult result = run({"--latency", begin, end}, {NO_COZ_H_EXE, "--items", "3000"});
+  expect_exit(result, 0);
+  whole_profile();
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  ASSERT_GT(profile->experiments.size(), 0u);
+  uint64_t arrivals = 0, departures = 0;
+  std::set<std::string> names;
+  for (const analysis::Experiment& e : profile->experiments) {
+    for (const analysis::LatencyMeasurement& m : e.latency) {
+      names.insert(m.name);
+      arrivals += m.arrivals;
+      departures += m.departures;
+    }
+  }
+  EXPECT_EQ(names.size(), 1u) << "want one latency point (the program has no other)";
+  expect_visit_share(arrivals, number_after(result.out, "begins"), "arrivals at " + begin);
+  expect_visit_share(departures, number_after(result.out, "ends"), "departures at " + end);
+}
+
+TEST_F(RobustnessTest, ProgressPointOnALineWithoutCodeFails) {
+  const std::string line = marked_line("robust/no_coz_h.cpp", "no_code");
+  const ProcessResult result = run({"--progress", line}, {NO_COZ_H_EXE, "--items", "10"});
+  EXPECT_TRUE(result.exited) << describe(result);
+  EXPECT_NE(result.exit_status, 0) << describe(result);
+  EXPECT_EQ(count_lines_containing(result.err, line), 1u) << "stderr:\n" << result.err;
+  EXPECT_EQ(result.out.find("no_coz_h items="), std::string::npos) << "the program ran anyway";
+  EXPECT_FALSE(fs::exists(profile_path())) << "a profile was written";
+}
+
+// ======================================================================================
+// Bad command lines: one-line error, non-zero exit, no profile created.
+// ======================================================================================
+
+class CliErrorTest : public RobustnessTest {
+ protected:
+  void expect_error(const ProcessResult& result, const std::string& mention, const std::string& profile) {
+    EXPECT_TRUE(result.exited) << describe(result);
+    EXPECT_NE(result.exit_status, 0) << describe(result);
+    EXPECT_EQ(lines_of(result.err).size(), 1u) << "stderr:\n" << result.err;
+    EXPECT_NE(result.err.find(mention), std::string::npos) << "stderr does not mention " << mention << ":\n"
+                                                           << result.err;
+    EXPECT_EQ(result.out, "") << "the program ran";
+    EXPECT_FALSE(fs::exists(profile)) << "the profile was created";
+  }
+};
+
+TEST_F(CliErrorTest, UnknownOption) {
+  expect_error(run({"--no-such-option"}, {TWO_THREADS_EXE, "-n", "10"}), "no-such-option", profile_path());
+}
+
+TEST_F(CliErrorTest, MissingSeparator) {
+  expect_error(run_process({COZ_EXE, "run", "-o", profile_path(), TWO_THREADS_EXE, "-n", "10"}, scratch_), "---",
+               profile_path());
+}
+
+TEST_F(CliErrorTest, NothingAfterSeparator) {
+  expect_error(run_process({COZ_EXE, "run", "-o", profile_path(), "---"}, scratch_), "program", profile_path());
+}
+
+TEST_F(CliErrorTest, ProgramMissing) {
+  expect_error(run({}, {"/nonexistent/coz-robust-program"}), "/nonexistent/coz-robust-program", profile_path());
+}
+
+TEST_F(CliErrorTest, ProgramMissingFromPath) {
+  expect_error(run({}, {"coz-robust-no-such-program"}), "coz-robust-no-such-program", profile_path());
+}
+
+TEST_F(CliErrorTest, ProgramNotExecutable) {
+  const std::string script = scratch_.file("not-executable");
+  std::ofstream(script) << "#!/bin/sh\necho ran\n";
+  fs::permissions(script, fs::perms::owner_read | fs::perms::owner_write);
+  expect_error(run({}, {script}), "not-executable", profile_path());
+}
+
+TEST_F(CliErrorTest, ProgramIsADirectory) {
+  expect_error(run({}, {scratch_.path()}), scratch_.path(), profile_path());
+}
+
+TEST_F(CliErrorTest, OutputInMissingDirectory) {
+  const std::string output = scratch_.file("no-such-dir/profile.coz");
+  expect_error(coz_run(output, {}, {TWO_THREADS_EXE, "-n", "10"}, scratch_), "no-such-dir", output);
+  EXPECT_FALSE(fs::exists(scratch_.file("no-such-dir")));
+}
+
+TEST_F(CliErrorTest, OutputIsADirectory) {
+  const std::string output = scratch_.file("a-directory");
+  fs::create_directory(output);
+  expect_error(coz_run(output, {}, {TWO_THREADS_EXE, "-n", "10"}, scratch_), "a-directory", output + "/x");
+}
+
+TEST_F(CliErrorTest, OutputNotWritable) {
+  if (geteuid() == 0) GTEST_SKIP() << "root may write anywhere";
+  const std::string dir = scratch_.file("read-only");
+  fs::create_directory(dir);
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec);
+  const std::string output = dir + "/profile.coz";
+  expect_error(coz_run(output, {}, {TWO_THREADS_EXE, "-n", "10"}, scratch_), "read-only", output);
+  fs::permissions(dir, fs::perms::owner_all);
+}
+
+TEST_F(CliErrorTest, LatencyNeedsTwoLines) {
+  const std::string begin = marked_line("robust/no_coz_h.cpp", "request_begin");
+  expect_error(run({"--latency", begin}, {NO_COZ_H_EXE, "--items", "10"}), "latency", profile_path());
+}
+
+TEST_F(CliErrorTest, ProgressNotFileColonLine) {
+  expect_error(run({"--progress", "no_coz_h.cpp"}, {NO_COZ_H_EXE, "--items", "10"}), "no_coz_h.cpp", profile_path());
+}
+
+}  // namespace
+}  // namespace coz_itest
