@@ -49,6 +49,8 @@ Config Config::from_environment(std::vector<std::string>& errors) {
   if (const char* v = env("COZ_BINARY_SCOPE")) c.binary_scope = split_lines(v);
   if (const char* v = env("COZ_SOURCE_SCOPE")) c.source_scope = split_lines(v);
   if (const char* v = env("COZ_FIXED_LINE")) c.fixed_line = v;
+  if (const char* v = env("COZ_PROGRESS_LINES")) c.progress_lines = split_lines(v);
+  if (const char* v = env("COZ_LATENCY_LINES")) c.latency_lines = split_lines(v);
   if (const char* v = env("COZ_DEBUG_ROOT")) c.debug_root = v;
   read_number("COZ_FIXED_SPEEDUP", c.fixed_speedup_percent, 0, 100, errors);
   if (const char* v = env("COZ_END_TO_END")) c.end_to_end = std::string_view{v} != "0";

@@ -17,6 +17,8 @@ struct Config {
   std::string program;                      // COZ_PROGRAM: the program `coz run` launched (real path); "" = this process's
   std::vector<std::string> binary_scope;    // COZ_BINARY_SCOPE, one glob per line; empty: the main executable
   std::vector<std::string> source_scope;    // COZ_SOURCE_SCOPE, one glob per line; empty: all but system sources
+  std::vector<std::string> progress_lines;  // COZ_PROGRESS_LINES, FILE:LINE per line: counted with breakpoints
+  std::vector<std::string> latency_lines;   // COZ_LATENCY_LINES, BEGIN and END FILE:LINE, alternating
   std::string fixed_line;                   // COZ_FIXED_LINE "FILE:LINE"; empty: chosen by samples
   int fixed_speedup_percent = -1;           // COZ_FIXED_SPEEDUP 0..100; -1: random
   bool end_to_end = false;                  // COZ_END_TO_END=1: one experiment for the whole run
@@ -27,7 +29,7 @@ struct Config {
   // --- experiment tunables (COZ_EXPERIMENT_* for tests and benchmarks) ---
   uint64_t experiment_min_ns = 50'000'000;   // COZ_EXPERIMENT_MIN_NS: shortest experiment, 50 ms
   uint64_t experiment_max_ns = 2'000'000'000; // COZ_EXPERIMENT_MAX_NS: longest experiment, 2 s
-  uint64_t cooloff_ns = 10'000'000;          // COZ_COOLOFF_NS: pause between experiments, 10 ms
+  uint64_t cooloff_ns = 5'000'000;           // COZ_COOLOFF_NS: pause between experiments, 5 ms: pauses in flight (at most one sample period each) end well within it
   uint64_t target_visits = 10;               // COZ_TARGET_VISITS: visits each progress point should get per experiment
   double zero_speedup_share = 0.25;          // share of experiments run at 0% (the baselines)
 

@@ -363,4 +363,13 @@ SourceLine* LineMap::find_line(std::string_view file, uint32_t line) {
   return suffix_match;
 }
 
+uintptr_t LineMap::first_address(const SourceLine* line) const {
+  const RangeTable* t = published_.load(std::memory_order_acquire);
+  if (!t) return 0;
+  for (const Range& r : t->ranges) {  // sorted by address: the first match is the lowest
+    if (r.line == line) return r.begin;
+  }
+  return 0;
+}
+
 }  // namespace coz

@@ -90,6 +90,10 @@ class LineMap {
   /// nullptr if no code is attributed to that line.
   SourceLine* find_line(std::string_view file, uint32_t line);
 
+  /// The lowest address attributed to `line` (0 if none): where a hardware
+  /// breakpoint counts visits to it. Call after finalize().
+  uintptr_t first_address(const SourceLine* line) const;
+
   /// Every line, in the order they were added.
   const std::deque<SourceLine>& lines() const { return lines_; }
   std::deque<SourceLine>& lines() { return lines_; }

@@ -99,6 +99,7 @@ SourceLine* Profiler::wait_for_line() {
 }
 
 void Profiler::begin(SourceLine* line, double speedup) {
+  refresh_breakpoint_counters(rt_);
   uint64_t now = sys::monotonic_ns();
   uint64_t global = rt_.ledger.global();
   running_ = Running{true, line, speedup, now, global, now, global};
@@ -117,6 +118,7 @@ bool Profiler::end(ExperimentResult& result) {
   if (!running_.active) return false;
   rt_.experiment.selected.store(nullptr, std::memory_order_release);
   rt_.ledger.end_experiment();
+  refresh_breakpoint_counters(rt_);
   uint64_t now = sys::monotonic_ns();
   uint64_t paused = rt_.ledger.global() - running_.start_global;
   uint64_t wall = now - running_.start_ns;
@@ -160,6 +162,7 @@ void Profiler::poll_in_flight() {
   double effective = wall > paused ? static_cast<double>(wall - paused) : 0.0;
   running_.last_poll_ns = now;
   running_.last_poll_global = global;
+  if (rt_.breakpoints.has_latency) refresh_breakpoint_counters(rt_);
   rt_.points.for_each([&](ProgressPoint& p) {
     if (p.kind != ProgressPoint::Kind::Latency) return;
     int64_t in_flight = static_cast<int64_t>(p.begins()) - static_cast<int64_t>(p.ends());

@@ -162,6 +162,10 @@ void on_fork_child() {
   reset_live_threads_after_fork();
   if (ThreadState* t = current_thread()) {
     forget_inherited_sampler(*t);
+    forget_thread_breakpoints(*t);
+    for (auto& exited : rt->breakpoints.exited) exited.store(0, std::memory_order_relaxed);
+    std::string error;
+    if (rt->breakpoints.count > 0) open_thread_breakpoints(rt->breakpoints, *t, error);
     t->tid = sys::gettid();
     if (rt->sampling_enabled) start_sampling(*t, rt->config);
   }
@@ -207,6 +211,20 @@ void start() {
       log::error("{}", error);
       _exit(2);
     }
+  }
+
+  if (!rt->config.progress_lines.empty() || !rt->config.latency_lines.empty()) {
+    std::string error;
+    if (!resolve_breakpoints(*rt, error)) {
+      log::error("{}", error);  // before the program starts: it has not run at all
+      _exit(2);
+    }
+    ThreadState probe;
+    if (!open_thread_breakpoints(rt->breakpoints, probe, error)) {
+      log::error("{}", error);
+      _exit(2);
+    }
+    forget_thread_breakpoints(probe);
   }
 
   std::string error;

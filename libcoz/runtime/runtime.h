@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "breakpoints.h"
 #include "config.h"
 #include "conventional.h"
 #include "delay.h"
@@ -37,6 +38,7 @@ struct Runtime {
   ProfileWriter writer;
   ExperimentState experiment;
   SamplingStats stats;
+  Breakpoints breakpoints;  // --progress / --latency lines
   StackTable stacks;
   BlockedTable blocked;
   std::atomic<SourceLine*> fixed_line{nullptr};  // set late when its library is dlopen'ed

@@ -4,6 +4,10 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <vector>
+
+#include "breakpoints.h"
+#include "log.h"
 #include "real.h"
 #include "runtime.h"
 #include "sampler.h"
@@ -13,6 +17,8 @@ namespace {
 
 thread_local ThreadState* tls_thread = nullptr;
 std::atomic<int> g_live_threads{0};
+SpinLock g_list_lock;
+std::vector<ThreadState*> g_threads;  // registered threads (no fixed-size table)
 
 pthread_key_t g_exit_key;
 pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
@@ -45,11 +51,27 @@ void register_current_thread(uint64_t creator_local) {
   tls_thread = t;
   g_live_threads.fetch_add(1, std::memory_order_relaxed);
   if (rt->sampling_enabled) start_sampling(*t, rt->config);
+  std::string error;
+  if (rt->breakpoints.count > 0 && !open_thread_breakpoints(rt->breakpoints, *t, error)) {
+    static std::atomic<bool> warned{false};
+    log::warn_once(warned, "{}", error);
+  }
+  SpinGuard guard(g_list_lock);
+  g_threads.push_back(t);
 }
+
+SpinLock& thread_list_lock() { return g_list_lock; }
+ThreadState* const* thread_list_begin() { return g_threads.data(); }
+ThreadState* const* thread_list_end() { return g_threads.data() + g_threads.size(); }
 
 int live_thread_count() { return g_live_threads.load(std::memory_order_acquire); }
 
-void reset_live_threads_after_fork() { g_live_threads.store(tls_thread ? 1 : 0, std::memory_order_release); }
+void reset_live_threads_after_fork() {
+  g_live_threads.store(tls_thread ? 1 : 0, std::memory_order_release);
+  new (&g_list_lock) SpinLock();  // another thread may have held it at fork time
+  g_threads.clear();              // only the forking thread exists here
+  if (tls_thread) g_threads.push_back(tls_thread);
+}
 
 void unregister_current_thread() {
   ThreadState* t = tls_thread;
@@ -57,6 +79,19 @@ void unregister_current_thread() {
   if (!t) return;
   // A thread that exits wakes its joiner: pay first, as any waker does.
   if (rt) rt->ledger.catch_up(t->ledger);
+  {
+    // Leaving the list and handing over the breakpoint counts happen
+    // together, so the profiler's sums never lose or double a thread's visits.
+    SpinGuard guard(g_list_lock);
+    for (size_t i = 0; i < g_threads.size(); ++i) {
+      if (g_threads[i] == t) {
+        g_threads[i] = g_threads.back();
+        g_threads.pop_back();
+        break;
+      }
+    }
+    if (rt) close_thread_breakpoints(rt->breakpoints, *t);
+  }
   stop_sampling(*t);
   tls_thread = nullptr;
   std::atomic_signal_fence(std::memory_order_seq_cst);

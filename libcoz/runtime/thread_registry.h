@@ -25,6 +25,7 @@ struct ThreadState {
   bool timer_mode = false;
   timer_t timer{};
   uintptr_t stack_low = 0, stack_high = 0;
+  int breakpoint_fd[4] = {-1, -1, -1, -1};  // --progress/--latency counters (breakpoints.h)
   PerfRing ring;
   alignas(8) unsigned char scratch[1024];  // a sample record that wraps the ring end is copied here
 };
@@ -43,6 +44,11 @@ void unregister_current_thread();
 /// profiler thread must leave too: glibc ends the process only when its last
 /// thread exits.
 int live_thread_count();
+
+/// Calls f(ThreadState&) for every registered thread, under the registry
+/// lock (threads cannot register or leave meanwhile). Not for signal context.
+template <typename F>
+void for_each_thread(F&& f);
 /// In a forked child: only the forking thread exists.
 void reset_live_threads_after_fork();
 
@@ -58,4 +64,20 @@ void record_blocked(WaitKind kind, uint64_t ns);
 /// The calling thread's local delay (what a thread it creates inherits).
 uint64_t thread_local_delay();
 
+// ---- implementation of for_each_thread ----
+class SpinLock;
+SpinLock& thread_list_lock();
+ThreadState* const* thread_list_begin();
+ThreadState* const* thread_list_end();
+
+}  // namespace coz
+
+#include "spin_lock.h"
+
+namespace coz {
+template <typename F>
+void for_each_thread(F&& f) {
+  SpinGuard guard(thread_list_lock());
+  for (auto it = thread_list_begin(); it != thread_list_end(); ++it) f(**it);
+}
 }  // namespace coz

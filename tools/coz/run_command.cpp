@@ -181,6 +181,10 @@ int run_main(int argc, char** argv) {
        "glob of binaries to profile (repeatable; MAIN is the program; default: MAIN)")
       ("source-scope,s", po::value<std::vector<std::string>>(),
        "glob of source files to profile (repeatable; default: all but system headers)")
+      ("progress", po::value<std::vector<std::string>>(),
+       "count visits to FILE:LINE as a throughput point, without changing the source (repeatable)")
+      ("latency", po::value<std::vector<std::string>>()->multitoken(),
+       "BEGIN END: a latency point from FILE:LINE BEGIN to FILE:LINE END, without changing the source")
       ("fixed-line", po::value<std::string>(), "always speed up this FILE:LINE (a path suffix is enough)")
       ("fixed-speedup", po::value<int>(), "use this virtual speedup, in percent (0-100), in every experiment but the 0% baselines")
       ("end-to-end", "run one experiment over the whole run (no progress point needed; run many times)")
@@ -230,6 +234,26 @@ int run_main(int argc, char** argv) {
       return fail(fmt::format("--fixed-line {}: expected FILE:LINE, e.g. main.cpp:42", line));
     }
     setenv("COZ_FIXED_LINE", line.c_str(), 1);
+  }
+  auto is_file_line = [](const std::string& spec) {
+    size_t colon = spec.rfind(':');
+    return colon != std::string::npos && colon > 0 && colon + 1 < spec.size() &&
+           spec.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+  };
+  if (vm.count("progress")) {
+    const auto& lines = vm["progress"].as<std::vector<std::string>>();
+    for (const auto& line : lines) {
+      if (!is_file_line(line)) return fail(fmt::format("--progress {}: expected FILE:LINE, e.g. main.cpp:42", line));
+    }
+    setenv("COZ_PROGRESS_LINES", join_lines(lines).c_str(), 1);
+  }
+  if (vm.count("latency")) {
+    const auto& lines = vm["latency"].as<std::vector<std::string>>();
+    if (lines.size() % 2 != 0) return fail("--latency takes two lines: BEGIN_FILE:LINE END_FILE:LINE");
+    for (const auto& line : lines) {
+      if (!is_file_line(line)) return fail(fmt::format("--latency {}: expected FILE:LINE, e.g. main.cpp:42", line));
+    }
+    setenv("COZ_LATENCY_LINES", join_lines(lines).c_str(), 1);
   }
   if (vm.count("fixed-speedup")) {
     int speedup = vm["fixed-speedup"].as<int>();

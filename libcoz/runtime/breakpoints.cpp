@@ -1,0 +1,118 @@
+#include "breakpoints.h"
+
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "runtime.h"
+#include "sys.h"
+#include "thread_registry.h"
+
+namespace coz {
+namespace {
+
+/// "FILE:LINE" -> the line's first address.
+uintptr_t resolve(Runtime& rt, const std::string& spec, std::string& error) {
+  size_t colon = spec.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size() ||
+      spec.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
+    error = spec + ": expected FILE:LINE";
+    return 0;
+  }
+  auto line_number = static_cast<uint32_t>(std::stoul(spec.substr(colon + 1)));
+  SourceLine* line = rt.lines.find_line(std::string_view(spec).substr(0, colon), line_number);
+  uintptr_t address = line ? rt.lines.first_address(line) : 0;
+  if (!address) error = spec + ": no code at that line in the binaries in scope";
+  return address;
+}
+
+bool add(Runtime& rt, const std::string& spec, coz_counter_t* counter, std::string& error) {
+  Breakpoints& bps = rt.breakpoints;
+  if (bps.count == max_breakpoints) {
+    error = "at most 4 lines can be counted with --progress and --latency (the CPU has 4 debug registers)";
+    return false;
+  }
+  uintptr_t address = resolve(rt, spec, error);
+  if (!address) return false;
+  bps.address[bps.count] = address;
+  bps.counter[bps.count] = counter;
+  bps.count++;
+  return true;
+}
+
+uint64_t read_count(int fd) {
+  uint64_t value = 0;
+  return ::read(fd, &value, sizeof value) == static_cast<ssize_t>(sizeof value) ? value : 0;
+}
+
+}  // namespace
+
+bool resolve_breakpoints(Runtime& rt, std::string& error) {
+  for (const auto& spec : rt.config.progress_lines) {
+    ProgressPoint& p = rt.points.add(spec, ProgressPoint::Kind::Throughput);
+    if (!add(rt, spec, &p.begin, error)) return false;
+  }
+  for (size_t i = 0; i + 1 < rt.config.latency_lines.size(); i += 2) {
+    const std::string& begin = rt.config.latency_lines[i];
+    const std::string& end = rt.config.latency_lines[i + 1];
+    ProgressPoint& p = rt.points.add(begin + ".." + end, ProgressPoint::Kind::Latency);
+    rt.breakpoints.has_latency = true;
+    if (!add(rt, begin, &p.begin, error) || !add(rt, end, &p.end, error)) return false;
+  }
+  return true;
+}
+
+bool open_thread_breakpoints(const Breakpoints& bps, ThreadState& t, std::string& error) {
+  for (int i = 0; i < bps.count; ++i) {
+    perf_event_attr attr;
+    std::memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_BREAKPOINT;
+    attr.bp_type = HW_BREAKPOINT_X;
+    attr.bp_addr = bps.address[i];
+    attr.bp_len = sizeof(long);
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+    long fd = sys::raw_syscall6(SYS_perf_event_open, reinterpret_cast<long>(&attr), 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) {
+      error = std::string("hardware breakpoints are unavailable (") + std::strerror(static_cast<int>(-fd)) +
+              "): --progress and --latency need them";
+      return false;
+    }
+    t.breakpoint_fd[i] = static_cast<int>(fd);
+  }
+  return true;
+}
+
+void close_thread_breakpoints(Breakpoints& bps, ThreadState& t) {
+  for (int i = 0; i < bps.count; ++i) {
+    if (t.breakpoint_fd[i] < 0) continue;
+    bps.exited[i].fetch_add(read_count(t.breakpoint_fd[i]), std::memory_order_relaxed);
+    close(t.breakpoint_fd[i]);
+    t.breakpoint_fd[i] = -1;
+  }
+}
+
+void forget_thread_breakpoints(ThreadState& t) {
+  for (int& fd : t.breakpoint_fd) {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+}
+
+void refresh_breakpoint_counters(Runtime& rt) {
+  Breakpoints& bps = rt.breakpoints;
+  if (bps.count == 0) return;
+  uint64_t totals[max_breakpoints];
+  for (int i = 0; i < bps.count; ++i) totals[i] = bps.exited[i].load(std::memory_order_relaxed);
+  for_each_thread([&](ThreadState& t) {
+    for (int i = 0; i < bps.count; ++i) {
+      if (t.breakpoint_fd[i] >= 0) totals[i] += read_count(t.breakpoint_fd[i]);
+    }
+  });
+  for (int i = 0; i < bps.count; ++i) __atomic_store_n(&bps.counter[i]->count, totals[i], __ATOMIC_RELAXED);
+}
+
+}  // namespace coz
