@@ -1,0 +1,88 @@
+#include "suite.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+namespace coz_bench {
+
+// Designed speedups come from each program's header comment; the harness
+// measures the real ones, these are only shown so a reader can spot a
+// variant that does not behave as designed.
+const std::vector<BenchProgram>& suite() {
+  static const std::vector<BenchProgram> programs = {
+      {"pipeline", "test/programs/pipeline.cpp", "cond-var queue pipeline", 11'000, 5.0, "elapsed",
+       "item consumed",
+       {{"consume_work", "pipeline_fast_consume", 0.50, false},
+        {"produce_work", "pipeline_fast_produce", 0.0, true}}},
+      {"lock_contention", "test/programs/lock_contention.cpp", "one contended mutex", 6'600, 5.0, "elapsed",
+       "@iteration_done",
+       {{"critical_work", "lock_contention_fast_critical", 0.50, false},
+        {"outside_work", "lock_contention_fast_outside", 0.0, true}}},
+      {"fork_join", "bench/programs/fork_join.cpp", "fork-join, unequal parts", 1'300, 3.9, "elapsed", "round",
+       {{"left_part", "fork_join_fast_left", 1.0 / 3.0, false},
+        {"right_part", "fork_join_fast_right", 0.0, true}}},
+      {"futex_handoff", "bench/programs/futex_handoff.cpp", "atomic wait/notify (futex) hand-off", 5'000, 4.0,
+       "elapsed", "item finished",
+       {{"prepare_work", "futex_handoff_fast_prepare", 0.375, false},
+        {"finish_work", "futex_handoff_fast_finish", 0.125, false}}},
+      {"latency", "test/programs/latency.cpp", "latency (COZ_BEGIN/END)", 8'300, 5.0, "mean_latency", "request",
+       {{"handle_work", "latency_fast_handle", 0.40, false},
+        {"background_work", "latency_fast_background", 0.0, true}}},
+      {"hot_no_effect", "bench/programs/hot_no_effect.cpp", "hottest line off the critical path", 6'600, 4.0,
+       "elapsed", "item done",
+       {{"refresh_stats", "hot_no_effect_fast_refresh", 0.0, true},
+        {"stage_b", "hot_no_effect_fast_stage_b", 1.0 / 6.0, false}}},
+  };
+  return programs;
+}
+
+std::vector<std::string> program_args(const BenchProgram& program, double seconds) {
+  const double units = std::round(double(program.nominal_units) * seconds / program.nominal_s);
+  return {"-n", std::to_string(std::max<uint64_t>(1, uint64_t(units)))};
+}
+
+std::string marked_line(const BenchProgram& program, const std::string& marker) {
+  std::ifstream in(std::string(COZ_SOURCE_DIR) + "/" + program.source);
+  const std::string tag = "// @line:" + marker;
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    const size_t pos = line.find(tag);
+    if (pos != std::string::npos && line.size() == pos + tag.size()) {
+      const std::string file = program.source.substr(program.source.rfind('/') + 1);
+      return file + ":" + std::to_string(number);
+    }
+  }
+  return "";
+}
+
+bool location_matches(const std::string& location, const std::string& suffix) {
+  if (location == suffix) return true;
+  return location.size() > suffix.size() && location.compare(location.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+         location[location.size() - suffix.size() - 1] == '/';
+}
+
+RunOptions measured(const Config& config, double expected_s, const std::string& cwd) {
+  RunOptions options;
+  options.cwd = cwd;
+  options.nice = config.nice;
+  options.timeout_s = std::max(60.0, 15.0 * expected_s);
+  return options;
+}
+
+std::optional<json::Value> report_json(const Config& config, const std::string& profile, std::string& error) {
+  RunOptions options;
+  options.capture_stdout = true;
+  options.timeout_s = 120;
+  const RunResult r = run_process({config.coz, "report", "--json", profile}, options);
+  if (!r.ok()) {
+    error = "coz report --json: " + r.describe();
+    return std::nullopt;
+  }
+  std::optional<json::Value> v = json::parse(r.stdout_text, error);
+  if (!v) error = "coz report --json: " + error;
+  return v;
+}
+
+}  // namespace coz_bench

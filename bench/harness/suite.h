@@ -1,0 +1,69 @@
+// The benchmark suite: the ground-truth programs, how each is driven, and
+// the settings of one harness run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "json.h"
+#include "process.h"
+
+namespace coz_bench {
+
+/// One line of a program with a build variant in which it is really made faster.
+struct LineCase {
+  std::string marker;   // `// @line:MARKER` in the source
+  std::string variant;  // binary of the variant whose loop on that line does half the work
+  double designed;      // real speedup the program's structure implies (for the reader)
+  bool no_effect;       // designed to have no effect: the tighter target applies
+};
+
+struct BenchProgram {
+  std::string name;       // binary (and `<name>_dwarf3` for coz-profiler)
+  std::string source;     // relative to the source tree
+  std::string structure;  // the causal structure, in a few words
+  uint64_t nominal_units;  // -n giving nominal_s of plain run time
+  double nominal_s;
+  std::string metric;  // what the program prints on stderr: "elapsed" (s) or "mean_latency" (ms)
+  std::string point;   // progress point name, or "@MARKER" for an unnamed COZ_PROGRESS at that line
+  std::vector<LineCase> lines;
+};
+
+const std::vector<BenchProgram>& suite();
+
+struct Config {
+  std::string source_dir = COZ_SOURCE_DIR;
+  std::string coz;           // our `coz` (build path)
+  std::string coz_profiler;  // Debian's /usr/bin/coz; empty when not installed
+  std::string programs;      // directory of the built programs
+  std::string bigdwarf;      // the generated start-up program
+  std::string scratch;       // profiles and working directories
+  double run_s = 4.0;        // plain run time each program is scaled to (accuracy)
+  double overhead_run_s = 3.0;  // the same, for the overhead rounds
+  int truth_rounds = 3;      // interleaved plain runs of base and variants
+  int profile_runs = 1;      // `coz run --fixed-line` runs per line, pooled
+  int overhead_rounds = 3;   // interleaved rounds of every overhead mode
+  int startup_rounds = 5;
+  int nice = 0;              // niceness of every measured process (-20 as root)
+  bool quick = false;
+  std::vector<std::string> only;  // program names to run (empty: all)
+};
+
+/// "-n UNITS" scaled to `seconds` of plain run time.
+std::vector<std::string> program_args(const BenchProgram& program, double seconds);
+
+/// FILE:LINE (file name only, which `--fixed-line` accepts as a path suffix)
+/// of `// @line:MARKER` in the program's source; empty if not found.
+std::string marked_line(const BenchProgram& program, const std::string& marker);
+
+/// Whether `location` ("path/file.cpp:12") names `suffix` ("file.cpp:12").
+bool location_matches(const std::string& location, const std::string& suffix);
+
+/// Options for a measured run under `config`.
+RunOptions measured(const Config& config, double expected_s, const std::string& cwd = "");
+
+/// The analysis of `profile` by our `coz report --json`; nullopt with `error` set on failure.
+std::optional<json::Value> report_json(const Config& config, const std::string& profile, std::string& error);
+
+}  // namespace coz_bench
