@@ -306,8 +306,8 @@ const effectsByCard = new WeakMap<Element, LineEffect>();
 const labelText: Record<string, string> = {
   positive: "speeds up the program",
   negative: "slows the program down",
-  "no-effect": "no effect",
-  undecided: "not yet decided",
+  "no-effect": "no measurable effect",
+  undecided: "no measurable effect yet",
   "insufficient-data": "too few experiments",
   unmeasured: "not measured",
 };
