@@ -73,6 +73,7 @@ uint64_t DelayLedger::pay_from_signal(ThreadLedger& t) {
 }
 
 void DelayLedger::pre_block(ThreadLedger& t) {
+  pay(t);
   BusyScope busy(t);
   t.pre_block_global = global();
 }

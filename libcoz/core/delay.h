@@ -7,9 +7,10 @@
 // and pays it with a measured sleep (oversleep is credited, so the error does
 // not accumulate). Pauses are later subtracted from the experiment's duration.
 //
-// Blocking: a thread woken by another thread skips the delays that accrued
-// while it was blocked (the waker paid them before waking it); a thread woken
-// by a timeout or the outside world pays them. Wakers pay before waking.
+// Blocking: a thread pays what it owes before it blocks; woken by another
+// thread, it skips the delays that accrued while it was blocked (the waker
+// paid them before waking it); woken by a timeout or the outside world, it
+// pays them. Wakers pay before waking.
 //
 // Between experiments the debt is forgiven: delays belong to the experiment
 // that created them, and a late payment would distort the next one.
@@ -57,7 +58,10 @@ class DelayLedger {
   /// Pays, unless the thread is inside ledger code (then a later call pays). For signal handlers.
   uint64_t pay_from_signal(ThreadLedger& t);
 
-  /// Before a call that may block.
+  /// Before a call that may block: pays what the thread owes, then notes the
+  /// global count. The debt belongs to the work before this point; paid after
+  /// the call, it would be paid holding what the call acquired (a contended
+  /// mutex), stalling every thread that waits for it.
   void pre_block(ThreadLedger& t);
   /// After it returns: `skip` when another thread woke it up. Pays what remains owed.
   void post_block(ThreadLedger& t, bool skip);

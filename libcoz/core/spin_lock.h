@@ -5,7 +5,11 @@
 // signal-context code drop work instead of waiting.
 #pragma once
 
+#include <sys/syscall.h>
+
 #include <atomic>
+
+#include "sys.h"
 
 namespace coz {
 
@@ -13,8 +17,15 @@ class SpinLock {
  public:
   bool try_lock() { return !flag_.test_and_set(std::memory_order_acquire); }
   void lock() {
-    while (!try_lock()) {
-      while (flag_.test(std::memory_order_relaxed)) __builtin_ia32_pause();
+    for (unsigned spins = 0; !try_lock(); ++spins) {
+      // Spin briefly, then give the CPU away: with many more threads than
+      // cores, a preempted holder would otherwise wait behind every spinner's
+      // timeslice (1,000 threads starting at once on 2 cores did livelock).
+      if (spins < 64) {
+        __builtin_ia32_pause();
+      } else {
+        sys::raw_syscall6(SYS_sched_yield);
+      }
     }
   }
   void unlock() { flag_.clear(std::memory_order_release); }

@@ -25,6 +25,13 @@ void PerfRing::unmap() {
   data_ = nullptr;
 }
 
+PerfRing::Mapping PerfRing::release() {
+  Mapping m{meta_, map_size_};
+  meta_ = nullptr;
+  data_ = nullptr;
+  return m;
+}
+
 void PerfRing::copy_out(size_t offset, void* to, size_t size) const {
   size_t first = data_size_ - offset;
   if (size <= first) {

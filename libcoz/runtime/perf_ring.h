@@ -22,6 +22,13 @@ class PerfRing {
   void unmap();
   bool mapped() const { return meta_ != nullptr; }
 
+  struct Mapping {
+    void* address;
+    size_t size;
+  };
+  /// Forgets the mapping without unmapping it, for someone else to unmap later.
+  Mapping release();
+
   /// Calls f(const perf_event_header&) for each complete record, oldest first.
   /// A record that wraps around the end of the buffer is copied to `scratch`
   /// (records longer than scratch_size are skipped). Async-signal-safe.

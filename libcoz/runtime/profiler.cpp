@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "real.h"
+#include "sampler.h"
 #include "thread_registry.h"
 
 namespace coz {
@@ -93,6 +94,7 @@ SourceLine* Profiler::wait_for_line() {
   rt_.experiment.candidate.store(nullptr, std::memory_order_relaxed);
   while (!stopping_.load(std::memory_order_acquire) && !program_gone()) {
     if (SourceLine* line = rt_.experiment.candidate.exchange(nullptr, std::memory_order_relaxed)) return line;
+    unmap_retired_rings();
     sys::sleep_ns(rt_.config.poll_interval_ns);
   }
   return nullptr;
@@ -201,6 +203,7 @@ bool Profiler::sleep_unless_stopping(uint64_t ns, bool poll_points) {
     uint64_t now = sys::monotonic_ns();
     if (now >= deadline) return true;
     if (poll_points) poll_in_flight();
+    unmap_retired_rings();
     sys::sleep_ns(std::min(deadline - now, rt_.config.poll_interval_ns));
   }
 }

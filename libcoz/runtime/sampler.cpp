@@ -6,14 +6,17 @@
 #include <ucontext.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "log.h"
 #include "real.h"
+#include "spin_lock.h"
 
 namespace coz {
 
@@ -147,6 +150,10 @@ std::atomic<bool> g_perf_refused_warned{false};
 std::atomic<bool> g_use_timers{false};  // perf_event refused once: every thread uses timers
 std::atomic<bool> g_timer_failed_warned{false};
 int g_fd_floor = 0;                     // our descriptors live at or above this
+
+// Ring buffers of exited threads, waiting for the profiler thread to unmap them.
+SpinLock g_retired_lock;
+std::vector<PerfRing::Mapping> g_retired;
 
 /// Moves a descriptor of ours above the program's range, so that a program
 /// with many threads does not run out of low descriptors (select() users
@@ -283,7 +290,22 @@ void stop_sampling(ThreadState& t) {
   }
   if (t.perf_fd < 0) return;
   ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
-  forget_inherited_sampler(t);
+  PerfRing::Mapping m = t.ring.release();
+  if (m.address) {
+    SpinGuard guard(g_retired_lock);
+    g_retired.push_back(m);
+  }
+  close(t.perf_fd);  // the event lives on until its mapping is unmapped
+  t.perf_fd = -1;
+}
+
+void unmap_retired_rings() {
+  std::vector<PerfRing::Mapping> retired;
+  {
+    SpinGuard guard(g_retired_lock);
+    retired.swap(g_retired);
+  }
+  for (const auto& m : retired) munmap(m.address, m.size);
 }
 
 void forget_inherited_sampler(ThreadState& t) {

@@ -26,6 +26,12 @@ void prepare_sampling();
 /// warning the first time) when perf_event_open is refused.
 bool start_sampling(ThreadState& thread, const Config& config);
 void stop_sampling(ThreadState& thread);
+
+/// Unmaps the ring buffers of threads that have exited. The profiler thread
+/// calls this: an munmap in a multithreaded process waits for TLB shootdowns
+/// on every core, which made each exiting thread ~1 ms slower when threads
+/// churned (20,000 short threads, 4 at a time: 33 us -> 950 us per thread).
+void unmap_retired_rings();
 /// In a forked child: drops the descriptor and mapping inherited from the
 /// parent without touching the event, which is still the parent's (an ioctl
 /// on the shared descriptor would disable the parent's sampler).

@@ -121,8 +121,10 @@ void record_blocked(WaitKind kind, uint64_t ns) {
   constexpr uint64_t min_blocked_ns = 10'000;  // shorter: the wait did not really block
   Runtime* rt = runtime();
   if (!rt || !tls_thread || ns < min_blocked_ns) return;
-  void* frames[16];
-  int depth = backtrace(frames, 16);  // unwinds through .eh_frame: no frame pointers needed
+  // The wait site is a few frames up (this function, the wrapper, maybe a
+  // C++ library layer, then the program); unwinding is the cost here.
+  void* frames[6];
+  int depth = backtrace(frames, 6);  // unwinds through .eh_frame: no frame pointers needed
   SourceLine* site = nullptr;
   for (int i = 1; i < depth && !site; ++i) site = rt->lines.find(reinterpret_cast<uintptr_t>(frames[i]) - 1);
   rt->blocked.add(site, kind, ns);

@@ -66,15 +66,23 @@ TEST_F(DelayTest, OversleepIsCreditedSoErrorDoesNotAccumulate) {
   EXPECT_EQ(ledger.pay(b), 240u);
 }
 
+TEST_F(DelayTest, DebtIsPaidBeforeBlockingNotAfterWaking) {
+  ledger.begin_experiment(1000);
+  ledger.credit_sample(a);  // b owes 1000 for work before the wait
+  ledger.pre_block(b);
+  EXPECT_EQ(g_slept_total, 1000u) << "paid before the call: after it, b might hold a contended lock";
+  EXPECT_EQ(ledger.owed(b), 0u);
+}
+
 TEST_F(DelayTest, WokenByAnotherThreadSkipsDelaysWhileBlocked) {
   ledger.begin_experiment(1000);
-  ledger.credit_sample(a);       // b owes 1000 before blocking
+  ledger.credit_sample(a);  // b owes 1000 before blocking: paid in pre_block
   ledger.pre_block(b);
-  ledger.credit_sample(a);       // accrued while b was blocked
+  ledger.credit_sample(a);  // accrued while b was blocked
   ledger.credit_sample(a);
   g_slept_total = 0;
   ledger.post_block(b, /*skip=*/true);
-  EXPECT_EQ(g_slept_total, 1000u) << "b still pays its debt from before it blocked, nothing more";
+  EXPECT_EQ(g_slept_total, 0u) << "the waker paid for the time b was blocked";
   EXPECT_EQ(ledger.owed(b), 0u);
 }
 
