@@ -435,7 +435,7 @@ function renderConventional() {
     if (conv.blocked.length === 0) return panel.append(h("p", { class: "muted" }, "No blocked time in this profile (", h("code", {}, "blocked"), " records are written by our runtime, not by Coz)."));
     const total = conv.blocked.reduce((t, b) => t + b.time_ns, 0);
     const rows = conv.blocked.slice(0, limit(conv.blocked.length)).map((b) => {
-      const { short, dir } = shortLocation(b.site, 14);
+      const { short, dir } = shortLocation(b.site, 0);
       return h(
         "tr",
         {},
