@@ -20,6 +20,8 @@
 #include <sstream>
 
 #include <boost/program_options.hpp>
+
+#include "profile_args.h"
 #include <fmt/format.h>
 
 extern char** environ;
@@ -61,18 +63,7 @@ po::options_description visible_options(PlotArgs& args) {
 }
 
 bool parse(int argc, char** argv, PlotArgs& args, const po::options_description& visible, std::string& error) {
-  po::options_description all;
-  all.add(visible).add_options()("profile", po::value(&args.files)->composing());
-  po::positional_options_description positional;
-  positional.add("profile", -1);
-  try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {  // program_options reports bad input by throwing
-    error = e.what();
-    return false;
-  }
+  if (!cli::parse_with_profiles(argc, argv, visible, args.files, error)) return false;
   if (args.files.empty()) args.files.push_back("profile.coz");
   if (args.output.empty()) {
     fs::path first(args.files.front());

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include <boost/program_options.hpp>
+
+#include "profile_args.h"
 #include <fmt/format.h>
 
 #include "analysis.h"
@@ -72,18 +74,7 @@ void print_usage(const po::options_description& opts) {
 
 // Fails with a message for the caller to print; nothing is written here.
 bool parse(int argc, char** argv, ReportArgs& args, po::options_description& visible, std::string& error) {
-  po::options_description all;
-  all.add(visible).add_options()("profile", po::value(&args.files)->composing());
-  po::positional_options_description positional;
-  positional.add("profile", -1);
-  try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {  // program_options reports bad input by throwing
-    error = e.what();
-    return false;
-  }
+  if (!cli::parse_with_profiles(argc, argv, visible, args.files, error)) return false;
   if (args.top < 0) return error = "--top must be 0 or more", false;
   if (args.min_experiments < 0) return error = "--min-experiments must be 0 or more", false;
   if (args.baseline != "pooled" && args.baseline != "line") {
