@@ -181,12 +181,15 @@ std::vector<VisitRate> Profiler::visit_rates() {
 
 void Profiler::write_new_samples() {
   std::vector<ProfileWriter::Samples> fresh;
-  for (auto& line : rt_.lines.lines()) {
-    uint64_t now = line.samples.load(std::memory_order_relaxed);
-    uint64_t before = line.reported_samples.load(std::memory_order_relaxed);
-    if (now > before) {
-      fresh.push_back({line.name(), now - before, line.function});
-      line.reported_samples.store(now, std::memory_order_relaxed);
+  {
+    SpinGuard guard(rt_.lines_lock);
+    for (auto& line : rt_.lines.lines()) {
+      uint64_t now = line.samples.load(std::memory_order_relaxed);
+      uint64_t before = line.reported_samples.load(std::memory_order_relaxed);
+      if (now > before) {
+        fresh.push_back({line.name(), now - before, line.function});
+        line.reported_samples.store(now, std::memory_order_relaxed);
+      }
     }
   }
   rt_.writer.write_samples(fresh);

@@ -151,6 +151,7 @@ void on_fork_child() {
   rt->experiment.candidate.store(nullptr, std::memory_order_relaxed);
   rt->ledger.end_experiment();
   rt->points.reset_lock_after_fork();  // the parent's profiler thread may have held it
+  new (&rt->lines_lock) SpinLock();    // likewise (a dlopen in another parent thread)
   for (auto& line : rt->lines.lines()) {
     line.reported_samples.store(line.samples.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
@@ -284,7 +285,12 @@ void on_library_loaded() {
   Runtime* rt = runtime();
   if (!rt || !g_sources) return;
   SpinGuard guard(g_sources->lock);
-  if (build_line_map(*rt, *g_sources) == 0) return;
+  size_t added;
+  {
+    SpinGuard lines_guard(rt->lines_lock);
+    added = build_line_map(*rt, *g_sources);
+  }
+  if (added == 0) return;
   if (!rt->config.fixed_line.empty() && !rt->fixed_line.load(std::memory_order_acquire)) {
     std::string error;
     rt->fixed_line.store(resolve_fixed_line(*rt, rt->config.fixed_line, error), std::memory_order_release);
