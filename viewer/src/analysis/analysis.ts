@@ -4,6 +4,7 @@
 // `coz report --json` (§11), snake_case keys and all; undefined numbers are null.
 import { Profile } from "./profile";
 import { conventionalProfile, ConventionalProfile } from "./conventional";
+import { compareStrings } from "./order";
 
 export type PointKind = "throughput" | "latency";
 export type BaselineMode = "pooled" | "line";
@@ -98,18 +99,6 @@ export interface AnalysisOptions {
   minExperiments?: number;
 }
 
-/** std::string order (UTF-8 bytes) = code point order; plain `<` is the same for ASCII. */
-export function compareStrings(a: string, b: string): number {
-  if (a === b) return 0;
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; ++i) {
-    const x = a.codePointAt(i)!;
-    const y = b.codePointAt(i)!;
-    if (x !== y) return x < y ? -1 : 1;
-    if (x > 0xffff) ++i;
-  }
-  return a.length - b.length;
-}
 
 // std::lround: half away from zero.
 const lround = (x: number) => Math.sign(x) * Math.round(Math.abs(x));

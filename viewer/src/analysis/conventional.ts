@@ -1,5 +1,6 @@
 // The conventional profile shown beside the causal one (docs/analysis.md §9):
 // where the samples fell (lines, functions, call stacks) and where threads waited.
+import { compareStrings as cmp } from "./order";
 import { Profile } from "./profile";
 
 export interface LineSamples {
@@ -32,18 +33,6 @@ export interface ConventionalProfile {
   blocked: BlockedSite[];
 }
 
-// Local copy of analysis.ts's byte-order compare (no import cycle).
-function cmp(a: string, b: string): number {
-  if (a === b) return 0;
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; ++i) {
-    const x = a.codePointAt(i)!;
-    const y = b.codePointAt(i)!;
-    if (x !== y) return x < y ? -1 : 1;
-    if (x > 0xffff) ++i;
-  }
-  return a.length - b.length;
-}
 
 export function conventionalProfile(profile: Profile): { total_samples: number; profile: ConventionalProfile } {
   let total = 0;
