@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "file_line.h"
 #include "runtime.h"
 #include "sys.h"
 #include "thread_registry.h"
@@ -15,14 +16,12 @@ namespace {
 
 /// "FILE:LINE" -> the line's first address.
 uintptr_t resolve(Runtime& rt, const std::string& spec, std::string& error) {
-  size_t colon = spec.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size() ||
-      spec.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
+  auto where = parse_file_line(spec);
+  if (!where) {
     error = spec + ": expected FILE:LINE";
     return 0;
   }
-  auto line_number = static_cast<uint32_t>(std::stoul(spec.substr(colon + 1)));
-  SourceLine* line = rt.lines.find_line(std::string_view(spec).substr(0, colon), line_number);
+  SourceLine* line = rt.lines.find_line(where->file, where->line);
   uintptr_t address = line ? rt.lines.first_address(line) : 0;
   if (!address) error = spec + ": no code at that line in the binaries in scope";
   return address;

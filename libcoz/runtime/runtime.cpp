@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "file_line.h"
 #include "log.h"
 #include "profiler.h"
 #include "real.h"
@@ -122,19 +123,12 @@ size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
 
 /// "FILE:LINE" -> the line, or an error message.
 SourceLine* resolve_fixed_line(Runtime& rt, const std::string& spec, std::string& error) {
-  size_t colon = spec.rfind(':');
-  unsigned long line = 0;
-  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) {
+  auto where = parse_file_line(spec);
+  if (!where) {
     error = "--fixed-line " + spec + ": expected FILE:LINE";
     return nullptr;
   }
-  try {
-    line = std::stoul(spec.substr(colon + 1));
-  } catch (...) {
-    error = "--fixed-line " + spec + ": expected FILE:LINE";
-    return nullptr;
-  }
-  SourceLine* found = rt.lines.find_line(std::string_view(spec).substr(0, colon), static_cast<uint32_t>(line));
+  SourceLine* found = rt.lines.find_line(where->file, where->line);
   if (!found) error = "--fixed-line " + spec + ": no code at that line in the binaries in scope";
   return found;
 }

@@ -16,6 +16,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "file_line.h"
 #include "line_map.h"
 #include "scope.h"
 #include <fmt/core.h>
@@ -228,18 +229,10 @@ int run_main(int argc, char** argv) {
   if (vm.count("source-scope")) setenv("COZ_SOURCE_SCOPE", join_lines(vm["source-scope"].as<std::vector<std::string>>()).c_str(), 1);
   if (vm.count("fixed-line")) {
     const auto& line = vm["fixed-line"].as<std::string>();
-    size_t colon = line.rfind(':');
-    if (colon == std::string::npos || colon == 0 || line.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
-        colon + 1 == line.size()) {
-      return fail(fmt::format("--fixed-line {}: expected FILE:LINE, e.g. main.cpp:42", line));
-    }
+    if (!parse_file_line(line)) return fail(fmt::format("--fixed-line {}: expected FILE:LINE, e.g. main.cpp:42", line));
     setenv("COZ_FIXED_LINE", line.c_str(), 1);
   }
-  auto is_file_line = [](const std::string& spec) {
-    size_t colon = spec.rfind(':');
-    return colon != std::string::npos && colon > 0 && colon + 1 < spec.size() &&
-           spec.find_first_not_of("0123456789", colon + 1) == std::string::npos;
-  };
+  auto is_file_line = [](const std::string& spec) { return parse_file_line(spec).has_value(); };
   if (vm.count("progress")) {
     const auto& lines = vm["progress"].as<std::vector<std::string>>();
     for (const auto& line : lines) {
