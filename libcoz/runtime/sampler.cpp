@@ -27,45 +27,38 @@ namespace coz {
 namespace signal_safe {
 namespace {
 
-/// The first in-scope frame: the sampled IP, then each return address - 1
-/// (the call instruction, which is on the caller's line).
-SourceLine* attribute(const Runtime& rt, uint64_t ip, const uint64_t* chain, uint64_t depth) {
-  if (SourceLine* line = rt.lines.find(ip)) return line;
+/// The in-scope frames of a sample, innermost first: the sampled IP, then
+/// each return address - 1 (the call instruction, on the caller's line).
+/// frames[0] is the line the sample is attributed to; all of them make its
+/// folded stack. One lookup per frame.
+size_t in_scope_frames(const Runtime& rt, uint64_t ip, const uint64_t* chain, uint64_t depth,
+                       SourceLine* (&frames)[StackTable::max_frames]) {
+  size_t n = 0;
+  if (SourceLine* line = rt.lines.find(ip)) frames[n++] = line;
   bool skipped_ip = false;
-  for (uint64_t i = 0; i < depth; ++i) {
+  for (uint64_t i = 0; i < depth && n < StackTable::max_frames; ++i) {
     uint64_t a = chain[i];
     if (a >= PERF_CONTEXT_MAX) continue;  // context marker (PERF_CONTEXT_USER, ...)
     if (!skipped_ip && a == ip) {         // the chain starts with the IP itself
       skipped_ip = true;
       continue;
     }
-    if (SourceLine* line = rt.lines.find(a - 1)) return line;
-  }
-  return nullptr;
-}
-
-/// The in-scope frames of a sample, innermost first, for the folded stacks.
-void record_stack(Runtime& rt, SourceLine* innermost, uint64_t ip, const uint64_t* chain, uint64_t depth) {
-  SourceLine* frames[StackTable::max_frames];
-  size_t n = 0;
-  frames[n++] = innermost;
-  for (uint64_t i = 0; i < depth && n < StackTable::max_frames; ++i) {
-    uint64_t a = chain[i];
-    if (a >= PERF_CONTEXT_MAX || a == ip) continue;
     SourceLine* line = rt.lines.find(a - 1);
-    if (line && line != frames[n - 1]) frames[n++] = line;
+    if (line && (n == 0 || line != frames[n - 1])) frames[n++] = line;
   }
-  rt.stacks.add(frames, n);
+  return n;
 }
 
 void record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64_t* chain, uint64_t depth) {
   rt.stats.samples.fetch_add(1, std::memory_order_relaxed);
-  SourceLine* line = attribute(rt, ip, chain, depth);
-  if (!line) {
+  SourceLine* frames[StackTable::max_frames];
+  size_t depth_in_scope = in_scope_frames(rt, ip, chain, depth, frames);
+  if (depth_in_scope == 0) {
     rt.stats.unattributed.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  record_stack(rt, line, ip, chain, depth);
+  rt.stacks.add(frames, depth_in_scope);
+  SourceLine* line = frames[0];
   line->samples.fetch_add(1, std::memory_order_relaxed);
 
   SourceLine* selected = rt.experiment.selected.load(std::memory_order_acquire);
