@@ -171,6 +171,15 @@ void record_stack_bounds(ThreadState& t) {
   pthread_attr_destroy(&attr);
 }
 
+/// Each thread's CPU clock starts at zero, so a fixed first period would never
+/// sample the last partial period of a short-lived thread: with thread churn,
+/// every thread's final fraction of a period would go unseen. A random first
+/// period (1..period ns) makes every instant equally likely to be sampled.
+uint64_t first_period(const ThreadState& t, uint64_t period) {
+  uint64_t phase = (static_cast<uint64_t>(t.tid) * 0x9E3779B97F4A7C15ull) ^ sys::monotonic_ns();
+  return 1 + phase % period;
+}
+
 bool start_timer_sampling(ThreadState& t, const Config& config) {
   record_stack_bounds(t);
   sigevent sev;
@@ -183,9 +192,8 @@ bool start_timer_sampling(ThreadState& t, const Config& config) {
                    std::strerror(errno));
     return false;
   }
-  // A random first expiry, for the same reason as the perf path's random phase.
   uint64_t period = config.sample_period_ns;
-  uint64_t first = 1 + ((static_cast<uint64_t>(t.tid) * 0x9E3779B97F4A7C15ull) ^ sys::monotonic_ns()) % period;
+  uint64_t first = first_period(t, period);
   itimerspec spec{};
   spec.it_interval = {static_cast<time_t>(period / 1'000'000'000u), static_cast<long>(period % 1'000'000'000u)};
   spec.it_value = {static_cast<time_t>(first / 1'000'000'000u), static_cast<long>(first % 1'000'000'000u)};
@@ -229,12 +237,7 @@ bool start_sampling(ThreadState& t, const Config& config) {
   attr.size = sizeof attr;
   attr.type = PERF_TYPE_SOFTWARE;
   attr.config = PERF_COUNT_SW_TASK_CLOCK;
-  // Each thread's CPU clock starts at zero, so a fixed first period would
-  // never sample the last partial period of a short-lived thread: with thread
-  // churn, every thread's final fraction of a period would go unseen. A
-  // random first period makes every instant equally likely to be sampled.
-  uint64_t phase = (static_cast<uint64_t>(t.tid) * 0x9E3779B97F4A7C15ull) ^ sys::monotonic_ns();
-  attr.sample_period = 1 + phase % config.sample_period_ns;
+  attr.sample_period = first_period(t, config.sample_period_ns);
   attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN;
   attr.disabled = 1;
   attr.exclude_kernel = 1;  // also keeps samples (and signals) to user mode, so no syscall sees EINTR
