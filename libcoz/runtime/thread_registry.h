@@ -11,6 +11,7 @@
 #include "conventional.h"
 #include "delay.h"
 #include "perf_ring.h"
+#include "spin_lock.h"
 
 namespace coz {
 
@@ -45,10 +46,19 @@ void unregister_current_thread();
 /// thread exits.
 int live_thread_count();
 
+/// The registered threads, guarded by thread_list_lock().
+SpinLock& thread_list_lock();
+ThreadState* const* thread_list_begin();
+ThreadState* const* thread_list_end();
+
 /// Calls f(ThreadState&) for every registered thread, under the registry
 /// lock (threads cannot register or leave meanwhile). Not for signal context.
 template <typename F>
-void for_each_thread(F&& f);
+void for_each_thread(F&& f) {
+  SpinGuard guard(thread_list_lock());
+  for (auto it = thread_list_begin(); it != thread_list_end(); ++it) f(**it);
+}
+
 /// In a forked child: only the forking thread exists.
 void reset_live_threads_after_fork();
 
@@ -64,20 +74,4 @@ void record_blocked(WaitKind kind, uint64_t ns);
 /// The calling thread's local delay (what a thread it creates inherits).
 uint64_t thread_local_delay();
 
-// ---- implementation of for_each_thread ----
-class SpinLock;
-SpinLock& thread_list_lock();
-ThreadState* const* thread_list_begin();
-ThreadState* const* thread_list_end();
-
-}  // namespace coz
-
-#include "spin_lock.h"
-
-namespace coz {
-template <typename F>
-void for_each_thread(F&& f) {
-  SpinGuard guard(thread_list_lock());
-  for (auto it = thread_list_begin(); it != thread_list_end(); ++it) f(**it);
-}
 }  // namespace coz
