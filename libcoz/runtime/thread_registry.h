@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "breakpoints.h"
 #include "conventional.h"
 #include "delay.h"
 #include "perf_ring.h"
@@ -26,7 +27,7 @@ struct ThreadState {
   bool timer_mode = false;
   timer_t timer{};
   uintptr_t stack_low = 0, stack_high = 0;
-  int breakpoint_fd[4] = {-1, -1, -1, -1};  // --progress/--latency counters (breakpoints.h)
+  int breakpoint_fd[max_breakpoints] = {-1, -1, -1, -1};  // --progress/--latency counters
   PerfRing ring;
   alignas(8) unsigned char scratch[1024];  // a sample record that wraps the ring end is copied here
 };
