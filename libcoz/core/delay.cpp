@@ -1,5 +1,7 @@
 #include "delay.h"
 
+#include <algorithm>
+
 namespace coz {
 namespace {
 
@@ -34,13 +36,15 @@ void DelayLedger::start_thread(ThreadLedger& child, uint64_t creator_local) cons
   child.local.store(creator_local, std::memory_order_relaxed);
   child.pre_block_global = 0;
   child.busy.store(false, std::memory_order_relaxed);
+  child.blocked.store(false, std::memory_order_relaxed);
 }
 
-void DelayLedger::credit_sample(ThreadLedger& t) {
+uint64_t DelayLedger::credit_sample(ThreadLedger& t) {
   uint64_t d = delay_per_sample_.load(std::memory_order_relaxed);
-  if (d == 0) return;
+  if (d == 0) return 0;
   t.local.fetch_add(d, std::memory_order_relaxed);
   global_.fetch_add(d, std::memory_order_acq_rel);
+  return d;
 }
 
 void DelayLedger::forgive_old_debt(ThreadLedger& t) const {
@@ -57,6 +61,12 @@ uint64_t DelayLedger::owed(ThreadLedger& t) const {
   return g > local ? g - local : 0;
 }
 
+bool DelayLedger::settled(const ThreadLedger& t) const {
+  if (t.blocked.load(std::memory_order_acquire)) return true;
+  uint64_t paid = std::max(t.local.load(std::memory_order_relaxed), forgive_below_.load(std::memory_order_acquire));
+  return paid >= global();
+}
+
 uint64_t DelayLedger::pay(ThreadLedger& t) {
   BusyScope busy(t);
   uint64_t due = owed(t);
@@ -67,20 +77,38 @@ uint64_t DelayLedger::pay(ThreadLedger& t) {
   return slept;
 }
 
+uint64_t DelayLedger::pay_all(ThreadLedger& t) {
+  // Each round owes what was credited during the last one, at most s x its
+  // length per crediting thread: a few rounds settle it. The bound keeps a
+  // thread from waiting out a 100% speedup run by several threads at once.
+  constexpr int max_rounds = 16;
+  uint64_t total = 0;
+  for (int round = 0; round < max_rounds; ++round) {
+    uint64_t slept = pay(t);
+    if (slept == 0) break;
+    total += slept;
+  }
+  return total;
+}
+
 uint64_t DelayLedger::pay_from_signal(ThreadLedger& t) {
-  if (t.busy.load(std::memory_order_relaxed)) return 0;
+  // Inside a blocking call, what accrues is skipped or paid by post_block;
+  // paid here too, it would be paid twice.
+  if (t.busy.load(std::memory_order_relaxed) || t.blocked.load(std::memory_order_relaxed)) return 0;
   return pay(t);
 }
 
 void DelayLedger::pre_block(ThreadLedger& t) {
-  pay(t);
+  pay_all(t);
   BusyScope busy(t);
   t.pre_block_global = global();
+  t.blocked.store(true, std::memory_order_release);
 }
 
 void DelayLedger::post_block(ThreadLedger& t, bool skip) {
   {
     BusyScope busy(t);
+    t.blocked.store(false, std::memory_order_release);
     if (skip) {
       uint64_t g = global();
       if (g > t.pre_block_global) t.local.fetch_add(g - t.pre_block_global, std::memory_order_relaxed);

@@ -27,6 +27,7 @@ struct ThreadLedger {
   std::atomic<uint64_t> local{0};        // delay paid or credited, ns
   uint64_t pre_block_global = 0;         // global count when the thread last blocked
   std::atomic<bool> busy{false};         // inside ledger code: the signal handler must not pay now
+  std::atomic<bool> blocked{false};      // between pre_block and post_block: its debt may be skipped
 };
 
 class DelayLedger {
@@ -49,12 +50,22 @@ class DelayLedger {
   /// A new thread starts where its creator stood when it created it
   /// (`creator_local`): it owes nothing for the time before it existed.
   void start_thread(ThreadLedger& child, uint64_t creator_local) const;
-  /// The thread was sampled in the selected line. Async-signal-safe.
-  void credit_sample(ThreadLedger& t);
+  /// The thread was sampled in the selected line; returns the delay
+  /// credited (0 outside a speedup experiment). Async-signal-safe.
+  uint64_t credit_sample(ThreadLedger& t);
   /// What the thread owes now (after forgiving debt from earlier experiments).
   uint64_t owed(ThreadLedger& t) const;
+  /// True when the thread owes nothing, or is blocked (a thread woken by
+  /// another skips what accrued meanwhile). Read by the profiler thread.
+  bool settled(const ThreadLedger& t) const;
   /// Pauses for what the thread owes; returns ns paused. Async-signal-safe.
   uint64_t pay(ThreadLedger& t);
+  /// Pays until the thread owes nothing: delays credited while it slept are
+  /// owed too. Before waking or waiting on another thread, the thread must
+  /// stand where the virtual clock stands at that moment, not where it stood
+  /// when it began to pay (a thread that exited after one payment, with the
+  /// line still running elsewhere, woke its joiner ~10% of a round early).
+  uint64_t pay_all(ThreadLedger& t);
   /// Pays, unless the thread is inside ledger code (then a later call pays). For signal handlers.
   uint64_t pay_from_signal(ThreadLedger& t);
 
@@ -66,7 +77,7 @@ class DelayLedger {
   /// After it returns: `skip` when another thread woke it up. Pays what remains owed.
   void post_block(ThreadLedger& t, bool skip);
   /// Before waking another thread (unlock, signal, post, thread exit).
-  void catch_up(ThreadLedger& t) { pay(t); }
+  void catch_up(ThreadLedger& t) { pay_all(t); }
 
  private:
   void forgive_old_debt(ThreadLedger& t) const;

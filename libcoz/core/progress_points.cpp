@@ -9,6 +9,11 @@ ProgressPoint& ProgressPoints::find_or_add(std::string_view name, ProgressPoint:
   auto& p = points_.emplace_back();
   p.name = std::string{name};
   p.kind = kind;
+  size_t n = latency_count_.load(std::memory_order_relaxed);
+  if (kind == ProgressPoint::Kind::Latency && n < max_lock_free_latency) {
+    latency_[n] = &p;
+    latency_count_.store(n + 1, std::memory_order_release);
+  }
   return p;
 }
 

@@ -4,6 +4,7 @@
 
 #include <coz.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -21,11 +22,16 @@ struct ProgressPoint {
   coz_counter_t begin{};  // throughput: visits; latency: COZ_BEGIN visits
   coz_counter_t end{};    // latency: COZ_END visits
 
+  // Latency: (begins - ends) x delay ns, summed at every delay credit (in
+  // the sampled thread's signal handler). See Profiler::poll_in_flight.
+  std::atomic<uint64_t> in_flight_at_credits{0};
+
   // Profiler-thread bookkeeping for the running experiment.
   uint64_t begin_at_start = 0;
   uint64_t end_at_start = 0;
-  double in_flight_sum = 0;   // sum of (begins - ends) x effective ns, over polls
-  double in_flight_ns = 0;    // effective ns covered by the polls
+  uint64_t in_flight_at_credits_start = 0;
+  double in_flight_wall_sum = 0;  // sum of (begins - ends) x wall ns, over polls
+  double effective_ns = 0;        // wall ns covered by the polls, less the delays credited meanwhile
 
   // Visit rate over all experiments so far, to size the next experiment.
   uint64_t total_visits = 0;
@@ -52,6 +58,25 @@ class ProgressPoints {
     for (auto& p : points_) f(p);
   }
 
+  /// Calls f(ProgressPoint&) for every latency point without locking: for
+  /// signal handlers. Points are never removed and never move; the first
+  /// `max_lock_free_latency` latency points are visible here.
+  template <typename F>
+  void for_each_latency_lock_free(F&& f) {
+    size_t n = latency_count_.load(std::memory_order_acquire);
+    for (size_t i = 0; i < n; ++i) f(*latency_[i]);
+  }
+
+  /// A thread was just credited `delay_ns` (sampled in the selected line):
+  /// notes how many requests of each latency point are in flight now.
+  /// Async-signal-safe.
+  void note_delay_credit(uint64_t delay_ns) {
+    for_each_latency_lock_free([&](ProgressPoint& p) {
+      uint64_t b = p.begins(), e = p.ends();
+      if (b > e) p.in_flight_at_credits.fetch_add((b - e) * delay_ns, std::memory_order_relaxed);
+    });
+  }
+
   size_t size() {
     SpinGuard guard(lock_);
     return points_.size();
@@ -64,8 +89,12 @@ class ProgressPoints {
  private:
   ProgressPoint& find_or_add(std::string_view name, ProgressPoint::Kind kind);
 
+  static constexpr size_t max_lock_free_latency = 64;
+
   SpinLock lock_;
   std::deque<ProgressPoint> points_;  // deque: counters never move
+  ProgressPoint* latency_[max_lock_free_latency] = {};
+  std::atomic<size_t> latency_count_{0};
 };
 
 }  // namespace coz

@@ -41,9 +41,15 @@ class Profiler {
   SourceLine* wait_for_fixed_line();
   bool program_gone() const;
   void begin(SourceLine* line, double speedup);
+  /// Stops the delays of the running experiment. Caller holds lock_.
+  void stop_crediting();
+  /// Waits until the threads have paid the delays they owe; false if shutdown began.
+  bool drain_debts();
   /// Ends the running experiment; returns false if there was none. Caller holds lock_.
   bool end(ExperimentResult& result);
   void poll_in_flight();
+  /// A latency point's mean number in flight over the experiment's effective time.
+  double mean_in_flight(const ProgressPoint& p) const;
   std::vector<VisitRate> visit_rates();
   void write_new_samples();
   /// Sleeps up to `ns` in short steps; false if shutdown began.

@@ -38,7 +38,7 @@ struct Runtime {
   /// thread): a deque's iterators do not survive push_back. Lookups need no
   /// lock: lines never move, and find() reads a published table.
   SpinLock lines_lock;
-  DelayLedger ledger{&sys::sleep_ns};
+  DelayLedger ledger{&sys::tight_sleep_ns};
   ProgressPoints points;
   ProfileWriter writer;
   ExperimentState experiment;

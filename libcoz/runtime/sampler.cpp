@@ -64,7 +64,7 @@ void record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64_t* cha
   SourceLine* selected = rt.experiment.selected.load(std::memory_order_acquire);
   if (selected == line) {
     rt.experiment.selected_samples.fetch_add(1, std::memory_order_relaxed);
-    rt.ledger.credit_sample(t.ledger);
+    if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
   } else if (selected == nullptr) {
     // Between experiments, the first sample proposes the next line: lines
     // are thereby chosen in proportion to their samples.

@@ -143,6 +143,61 @@ TEST_F(DelayTest, SignalHandlerDoesNotPayWhileThreadIsInsideLedger) {
   EXPECT_EQ(ledger.pay_from_signal(b), 1000u);
 }
 
+TEST_F(DelayTest, SignalHandlerDoesNotPayWhileThreadIsBlocked) {
+  // A sample signal that reaches a thread inside a blocking call must not
+  // pay: the wake-up skips those delays (or post_block pays them). Paying
+  // here too put the thread ahead of the virtual clock for good, and every
+  // thread it created after inherited the lead.
+  ledger.begin_experiment(1000);
+  ledger.pre_block(b);
+  ledger.credit_sample(a);
+  EXPECT_EQ(ledger.pay_from_signal(b), 0u);
+  ledger.post_block(b, /*skip=*/true);
+  EXPECT_EQ(g_slept_total, 0u);
+  EXPECT_EQ(b.local.load(), ledger.global()) << "in step with the virtual clock, not ahead of it";
+}
+
+TEST_F(DelayTest, SettledWhenPaidUpOrBlocked) {
+  ledger.begin_experiment(1000);
+  EXPECT_TRUE(ledger.settled(b));
+  ledger.credit_sample(a);
+  EXPECT_TRUE(ledger.settled(a));
+  EXPECT_FALSE(ledger.settled(b));
+  ledger.pre_block(b);  // pays, then blocks
+  ledger.credit_sample(a);
+  EXPECT_TRUE(ledger.settled(b)) << "a blocked thread skips what accrues, or pays it when it wakes";
+  ledger.post_block(b, /*skip=*/true);
+  EXPECT_TRUE(ledger.settled(b));
+}
+
+// A sleep during whose first two calls another thread is sampled in the
+// selected line (it keeps running the line while the payer sleeps).
+DelayLedger* g_ledger = nullptr;
+ThreadLedger* g_runner = nullptr;
+int g_sleep_calls = 0;
+uint64_t sleep_while_line_runs(uint64_t ns) {
+  if (g_sleep_calls++ < 2) g_ledger->credit_sample(*g_runner);
+  return fake_sleep(ns);
+}
+
+TEST(DelayPayAll, CatchUpAlsoPaysWhatAccruedWhileItPaid) {
+  DelayLedger ledger{&sleep_while_line_runs};
+  ThreadLedger runner, waker;
+  ledger.start_thread(runner, 0);
+  ledger.start_thread(waker, 0);
+  g_ledger = &ledger;
+  g_runner = &runner;
+  g_sleep_calls = 0;
+  g_slept_total = 0;
+  ledger.begin_experiment(1000);
+  ledger.credit_sample(runner);
+  ledger.catch_up(waker);
+  EXPECT_EQ(ledger.global(), 3000u);
+  EXPECT_EQ(ledger.owed(waker), 0u) << "wakes its waiter only once level with the clock";
+  EXPECT_EQ(g_slept_total, 3000u);
+  EXPECT_EQ(g_sleep_calls, 3);
+}
+
 TEST_F(DelayTest, ZeroSpeedupExperimentInsertsNothing) {
   ledger.begin_experiment(0);
   for (int i = 0; i < 10; ++i) ledger.credit_sample(a);
