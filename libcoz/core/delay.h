@@ -56,7 +56,9 @@ class DelayLedger {
   /// What the thread owes now (after forgiving debt from earlier experiments).
   uint64_t owed(ThreadLedger& t) const;
   /// True when the thread owes nothing, or is blocked (a thread woken by
-  /// another skips what accrued meanwhile). Read by the profiler thread.
+  /// another skips what accrued meanwhile). A thread in the middle of paying
+  /// is not settled: it made its progress ahead of the virtual clock, and is
+  /// level with it only once the payment ends. Read by the profiler thread.
   bool settled(const ThreadLedger& t) const;
   /// Pauses for what the thread owes; returns ns paused. Async-signal-safe.
   uint64_t pay(ThreadLedger& t);

@@ -36,6 +36,7 @@ class Profiler {
   };
 
   static void* thread_main(void* self);
+  void take_realtime_priority();
   void run();
   SourceLine* wait_for_line();
   SourceLine* wait_for_fixed_line();

@@ -122,11 +122,12 @@ void on_sample_signal(int, siginfo_t*, void* context) {
           }
         },
         t->scratch, sizeof t->scratch);
-    if (!t->regular_period && t->perf_fd >= 0) {
-      // The first period was a random phase (see start_sampling); from now on the regular one.
+    if (!t->regular_period.load(std::memory_order_acquire) && t->perf_fd >= 0) {
+      // The last period was a random phase (see start_sampling) or hurried
+      // (hurry_next_sample); from now on the regular one.
       uint64_t period = rt->config.sample_period_ns;
       sys::raw_syscall6(SYS_ioctl, t->perf_fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<long>(&period));
-      t->regular_period = true;
+      t->regular_period.store(true, std::memory_order_release);
     }
     rt->ledger.pay_from_signal(t->ledger);
   }
@@ -261,7 +262,7 @@ bool start_sampling(ThreadState& t, const Config& config) {
     return start_timer_sampling(t, config);
   }
   t.perf_fd = place_high(static_cast<int>(fd));
-  t.regular_period = false;
+  t.regular_period.store(false, std::memory_order_relaxed);
   if (!t.ring.map(t.perf_fd, config.ring_data_pages)) {
     log::warn_once(g_perf_refused_warned, "cannot map the perf_event ring buffer: {}", std::strerror(errno));
     stop_sampling(t);
@@ -293,6 +294,17 @@ void stop_sampling(ThreadState& t) {
   }
   close(t.perf_fd);  // the event lives on until its mapping is unmapped
   t.perf_fd = -1;
+}
+
+void hurry_next_sample(ThreadState& t) {
+  if (t.timer_mode || t.perf_fd < 0) return;
+  constexpr uint64_t hurried_period_ns = 20'000;
+  // The period first, then the flag: the handler resets the period only
+  // after it sees the flag cleared, so it can never leave the short period
+  // in place with the flag saying regular.
+  uint64_t period = hurried_period_ns;
+  if (sys::raw_syscall6(SYS_ioctl, t.perf_fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<long>(&period)) == 0)
+    t.regular_period.store(false, std::memory_order_release);
 }
 
 void unmap_retired_rings() {

@@ -27,6 +27,13 @@ void prepare_sampling();
 bool start_sampling(ThreadState& thread, const Config& config);
 void stop_sampling(ThreadState& thread);
 
+/// Makes the thread's next sample come after ~20 us of its CPU time instead
+/// of up to a full period, so that a running thread that owes delays pays
+/// them now (the end of an experiment waits for that). A thread that is not
+/// running is not disturbed: no signal comes until it runs. The sample after
+/// that one has the regular period again. No-op in timer mode.
+void hurry_next_sample(ThreadState& thread);
+
 /// Unmaps the ring buffers of threads that have exited. The profiler thread
 /// calls this: an munmap in a multithreaded process waits for TLB shootdowns
 /// on every core, which made each exiting thread ~1 ms slower when threads

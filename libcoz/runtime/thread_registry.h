@@ -6,6 +6,8 @@
 
 #include <time.h>
 
+#include <atomic>
+
 #include <cstdint>
 
 #include "breakpoints.h"
@@ -20,7 +22,9 @@ struct ThreadState {
   ThreadLedger ledger;
   int tid = 0;
   int perf_fd = -1;
-  bool regular_period = false;  // false until the first sample (which comes after a random phase)
+  // False until the first sample (which comes after a random phase), and
+  // after hurry_next_sample: the signal handler then sets the regular period.
+  std::atomic<bool> regular_period{false};
   // Fallback when perf_event is refused: a CPU-time timer signals the thread,
   // and the handler takes the IP from the signal context and walks frame
   // pointers within the thread's stack.
