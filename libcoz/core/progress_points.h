@@ -31,7 +31,6 @@ struct ProgressPoint {
   uint64_t end_at_start = 0;
   uint64_t in_flight_at_credits_start = 0;
   double in_flight_wall_sum = 0;  // sum of (begins - ends) x wall ns, over polls
-  double effective_ns = 0;        // wall ns covered by the polls, less the delays credited meanwhile
 
   // Visit rate over all experiments so far, to size the next experiment.
   uint64_t total_visits = 0;

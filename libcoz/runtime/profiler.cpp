@@ -16,6 +16,20 @@ namespace {
 constexpr const char* end_to_end_point = "end-to-end";
 }
 
+template <typename Done>
+bool Profiler::wait_unless_stopping(uint64_t ns, uint64_t step_ns, bool poll_points, Done done) {
+  uint64_t deadline = sys::monotonic_ns() + ns;
+  for (;;) {
+    if (stopping_.load(std::memory_order_acquire) || program_gone()) return false;
+    if (done()) return true;
+    uint64_t now = sys::monotonic_ns();
+    if (now >= deadline) return true;
+    if (poll_points) poll_in_flight();
+    unmap_retired_rings();
+    sys::sleep_ns(std::min(deadline - now, step_ns));
+  }
+}
+
 Profiler::Profiler(Runtime& rt) : rt_(rt), scheduler_(rt.config, sys::monotonic_ns() ^ static_cast<uint64_t>(sys::getpid())) {}
 
 bool Profiler::start() {
@@ -127,13 +141,12 @@ void Profiler::begin(SourceLine* line, double speedup) {
   refresh_breakpoint_counters(rt_);
   uint64_t now = sys::monotonic_ns();
   uint64_t global = rt_.ledger.global();
-  running_ = Running{true, line, speedup, now, global, now, global};
+  running_ = Running{true, line, speedup, now, global, now};
   rt_.points.for_each([](ProgressPoint& p) {
     p.begin_at_start = p.begins();
     p.end_at_start = p.ends();
     p.in_flight_at_credits_start = p.in_flight_at_credits.load(std::memory_order_relaxed);
     p.in_flight_wall_sum = 0;
-    p.effective_ns = 0;
   });
   rt_.experiment.selected_samples.store(0, std::memory_order_relaxed);
   rt_.ledger.begin_experiment(scheduler_.delay_per_sample(speedup));
@@ -155,22 +168,19 @@ void Profiler::stop_crediting() {
 /// delays), or the wait has lasted a few sample periods (a thread stuck
 /// somewhere we do not see). The virtual clock runs at wall speed meanwhile.
 bool Profiler::drain_debts() {
-  constexpr uint64_t step_ns = 100'000;
-  uint64_t deadline = sys::monotonic_ns() + 2 * rt_.config.sample_period_ns;
   // Waiting for each thread's next regular sample made the wait ~1-5 ms,
   // during which the program ran without its virtual speedup: 10% of a
   // 50 ms experiment, -4 points on a line with a 40% effect.
   for_each_thread([&](ThreadState& t) {
     if (!rt_.ledger.settled(t.ledger)) hurry_next_sample(t);
   });
-  for (;;) {
-    if (stopping_.load(std::memory_order_acquire) || program_gone()) return false;
+  auto all_settled = [&] {
     bool settled = true;
     for_each_thread([&](ThreadState& t) { settled = settled && rt_.ledger.settled(t.ledger); });
-    if (settled || sys::monotonic_ns() >= deadline) return true;
-    poll_in_flight();
-    sys::sleep_ns(step_ns);
-  }
+    return settled;
+  };
+  constexpr uint64_t step_ns = 100'000;
+  return wait_unless_stopping(2 * rt_.config.sample_period_ns, step_ns, true, all_settled);
 }
 
 bool Profiler::end(ExperimentResult& result) {
@@ -199,7 +209,7 @@ bool Profiler::end(ExperimentResult& result) {
       r.arrivals = begins;
       r.departures = ends;
       r.difference = static_cast<int64_t>(p.begins()) - static_cast<int64_t>(p.ends());
-      if (p.effective_ns > 0) r.mean_in_flight = mean_in_flight(p);
+      if (result.duration_ns > 0) r.mean_in_flight = mean_in_flight(p, result.duration_ns);
     }
     // Visit rates size later experiments (wall time: what the program really does).
     p.total_visits += begins;
@@ -222,25 +232,20 @@ bool Profiler::end(ExperimentResult& result) {
 /// before, predicted +8% for a line outside every request with no effect.)
 void Profiler::poll_in_flight() {
   uint64_t now = sys::monotonic_ns();
-  uint64_t global = rt_.ledger.global();
-  uint64_t wall = now - running_.last_poll_ns;
-  uint64_t paused = global - running_.last_poll_global;
-  double effective = wall > paused ? static_cast<double>(wall - paused) : 0.0;
+  double wall = static_cast<double>(now - running_.last_poll_ns);
   running_.last_poll_ns = now;
-  running_.last_poll_global = global;
   if (rt_.breakpoints.has_latency) refresh_breakpoint_counters(rt_);
   rt_.points.for_each([&](ProgressPoint& p) {
     if (p.kind != ProgressPoint::Kind::Latency) return;
     int64_t in_flight = static_cast<int64_t>(p.begins()) - static_cast<int64_t>(p.ends());
-    p.in_flight_wall_sum += static_cast<double>(std::max<int64_t>(in_flight, 0)) * static_cast<double>(wall);
-    p.effective_ns += effective;
+    p.in_flight_wall_sum += static_cast<double>(std::max<int64_t>(in_flight, 0)) * wall;
   });
 }
 
-double Profiler::mean_in_flight(const ProgressPoint& p) const {
+double Profiler::mean_in_flight(const ProgressPoint& p, uint64_t effective_ns) const {
   uint64_t at_credits = p.in_flight_at_credits.load(std::memory_order_relaxed) - p.in_flight_at_credits_start;
   double sum = std::max(0.0, p.in_flight_wall_sum - static_cast<double>(at_credits));
-  return sum / p.effective_ns;
+  return sum / static_cast<double>(effective_ns);
 }
 
 std::vector<VisitRate> Profiler::visit_rates() {
@@ -270,15 +275,7 @@ void Profiler::write_new_samples() {
 }
 
 bool Profiler::sleep_unless_stopping(uint64_t ns, bool poll_points) {
-  uint64_t deadline = sys::monotonic_ns() + ns;
-  for (;;) {
-    if (stopping_.load(std::memory_order_acquire) || program_gone()) return false;
-    uint64_t now = sys::monotonic_ns();
-    if (now >= deadline) return true;
-    if (poll_points) poll_in_flight();
-    unmap_retired_rings();
-    sys::sleep_ns(std::min(deadline - now, rt_.config.poll_interval_ns));
-  }
+  return wait_unless_stopping(ns, rt_.config.poll_interval_ns, poll_points, [] { return false; });
 }
 
 void Profiler::shutdown() {

@@ -31,8 +31,7 @@ class Profiler {
     double speedup = 0;
     uint64_t start_ns = 0;
     uint64_t start_global = 0;
-    uint64_t last_poll_ns = 0;      // for the time-weighted in-flight average
-    uint64_t last_poll_global = 0;
+    uint64_t last_poll_ns = 0;  // for the time-weighted in-flight average
   };
 
   static void* thread_main(void* self);
@@ -50,10 +49,14 @@ class Profiler {
   bool end(ExperimentResult& result);
   void poll_in_flight();
   /// A latency point's mean number in flight over the experiment's effective time.
-  double mean_in_flight(const ProgressPoint& p) const;
+  double mean_in_flight(const ProgressPoint& p, uint64_t effective_ns) const;
   std::vector<VisitRate> visit_rates();
   void write_new_samples();
-  /// Sleeps up to `ns` in short steps; false if shutdown began.
+  /// Sleeps up to `ns` in steps of at most `step_ns` (polling the in-flight
+  /// counts if `poll_points`), or until `done()` holds; false if shutdown began.
+  template <typename Done>
+  bool wait_unless_stopping(uint64_t ns, uint64_t step_ns, bool poll_points, Done done);
+  /// Sleeps up to `ns` in poll-interval steps; false if shutdown began.
   bool sleep_unless_stopping(uint64_t ns, bool poll_points);
 
   Runtime& rt_;
