@@ -54,17 +54,19 @@ void DelayLedger::forgive_old_debt(ThreadLedger& t) const {
   }
 }
 
+uint64_t DelayLedger::debt(const ThreadLedger& t) const {
+  uint64_t paid = std::max(t.local.load(std::memory_order_relaxed), forgive_below_.load(std::memory_order_acquire));
+  uint64_t g = global();
+  return g > paid ? g - paid : 0;
+}
+
 uint64_t DelayLedger::owed(ThreadLedger& t) const {
   forgive_old_debt(t);
-  uint64_t g = global();
-  uint64_t local = t.local.load(std::memory_order_relaxed);
-  return g > local ? g - local : 0;
+  return debt(t);
 }
 
 bool DelayLedger::settled(const ThreadLedger& t) const {
-  if (t.blocked.load(std::memory_order_acquire)) return true;
-  uint64_t paid = std::max(t.local.load(std::memory_order_relaxed), forgive_below_.load(std::memory_order_acquire));
-  return paid >= global();
+  return t.blocked.load(std::memory_order_acquire) || debt(t) == 0;
 }
 
 uint64_t DelayLedger::pay(ThreadLedger& t) {

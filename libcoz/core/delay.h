@@ -83,6 +83,8 @@ class DelayLedger {
 
  private:
   void forgive_old_debt(ThreadLedger& t) const;
+  /// Global count less what the thread paid or was forgiven; reads only.
+  uint64_t debt(const ThreadLedger& t) const;
 
   std::atomic<uint64_t> global_{0};
   std::atomic<uint64_t> forgive_below_{0};
