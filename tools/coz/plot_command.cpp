@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +20,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "path_search.h"
 #include "profile_args.h"
 #include <fmt/format.h>
 
@@ -133,24 +133,6 @@ bool write_file(const std::string& path, const std::string& data, std::string& e
   return true;
 }
 
-std::optional<std::string> find_in_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::string dir = dirs.substr(start, end - start);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    struct stat st{};
-    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-    start = end + 1;
-  }
-  return std::nullopt;
-}
-
 /// Starts a browser on `file` in its own session, output discarded, not waited for.
 void open_in_browser(const std::string& file) {
   if (std::getenv("DISPLAY") == nullptr && std::getenv("WAYLAND_DISPLAY") == nullptr) {
@@ -158,7 +140,7 @@ void open_in_browser(const std::string& file) {
     return;
   }
   for (const char* name : browsers) {
-    std::optional<std::string> browser = find_in_path(name);
+    std::optional<std::string> browser = cli::find_in_path(name);
     if (!browser) continue;
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;

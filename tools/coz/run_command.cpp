@@ -18,6 +18,7 @@
 
 #include "file_line.h"
 #include "line_map.h"
+#include "path_search.h"
 #include "scope.h"
 #include <fmt/core.h>
 #include <fmt/ostream.h>
@@ -47,11 +48,6 @@ std::string directory_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-bool is_executable_file(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
-}
-
 /// Resolves PROGRAM as execvp would, or explains why it cannot run.
 std::optional<std::string> find_program(const std::string& name, std::string& error) {
   if (name.find('/') != std::string::npos) {
@@ -66,17 +62,7 @@ std::optional<std::string> find_program(const std::string& name, std::string& er
     }
     return name;
   }
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::string dir = dirs.substr(start, end - start);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (is_executable_file(candidate)) return candidate;
-    start = end + 1;
-  }
+  if (std::optional<std::string> found = find_in_path(name)) return found;
   error = fmt::format("program not found in PATH: {}", name);
   return std::nullopt;
 }
