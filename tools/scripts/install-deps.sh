@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on Debian 12, only what is missing.
+# Extra Debian package names given as arguments are installed too, when missing
+# (run-tests.sh adds the fuzzing toolchain this way).
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config binutils
-          libelfin-dev libfmt-dev libboost-program-options-dev libgtest-dev googletest)
+          libelfin-dev libfmt-dev libboost-program-options-dev libgtest-dev googletest "$@")
 
 missing=()
 for p in "${packages[@]}"; do

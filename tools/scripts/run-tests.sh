@@ -61,17 +61,7 @@ fi
 # installed here, only when missing, rather than for every developer.
 if [ "${COZ_SKIP_FUZZ:-0}" != 1 ]; then
   echo "== fuzzing the profile reader for ${fuzz_seconds} s ($fuzz_build)"
-  missing=()
-  for p in clang libclang-rt-14-dev; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    sudo=""
-    [ "$(id -u)" -ne 0 ] && sudo="sudo"
-    echo "Installing: ${missing[*]}"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
+  "$top/tools/scripts/install-deps.sh" clang libclang-rt-14-dev
   mkdir -p "$fuzz_build/corpus" "$fuzz_build/artifacts"
   # The target links the analysis library's sources directly: a CMake
   # configure with clang would rebuild everything else for nothing.
