@@ -175,6 +175,21 @@ std::optional<analysis::Profile> read_profile(const std::string& path) {
   return profile;
 }
 
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+size_t count_lines_containing(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (const std::string& line : lines_of(text)) n += line.find(needle) != std::string::npos ? 1 : 0;
+  return n;
+}
+
 int marker_line(const std::string& source_file, const std::string& marker) {
   std::ifstream in(source_file);
   const std::string needle = "// @line:" + marker;

@@ -58,6 +58,12 @@ ProcessResult coz_run(const std::string& profile_path, const std::vector<std::st
 /// Reads a profile; returns nullopt if the file cannot be opened.
 std::optional<analysis::Profile> read_profile(const std::string& path);
 
+/// The non-empty lines of `text`.
+std::vector<std::string> lines_of(const std::string& text);
+
+/// How many lines of `text` contain `needle`.
+size_t count_lines_containing(const std::string& text, const std::string& needle);
+
 /// The 1-based line of `// @line:MARKER` in `source_file`, 0 when absent.
 int marker_line(const std::string& source_file, const std::string& marker);
 

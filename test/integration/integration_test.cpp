@@ -46,7 +46,6 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -69,21 +68,6 @@ class IntegrationTest : public ::testing::Test {
 
   TempDir scratch_;
 };
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(line);
-  }
-  return lines;
-}
-
-size_t count_lines_containing(const std::string& text, const std::string& needle) {
-  const std::vector<std::string> lines = lines_of(text);
-  return static_cast<size_t>(
-      std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(needle) != std::string::npos; }));
-}
 
 std::string point_name(const std::string& file, const std::string& marker) { return marked_line(file, marker); }
 

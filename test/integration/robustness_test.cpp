@@ -141,21 +141,6 @@ long long number_after(const std::string& text, const std::string& key) {
   return std::atoll(text.c_str() + at + needle.size());
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(line);
-  }
-  return lines;
-}
-
-size_t count_lines_containing(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (const std::string& line : lines_of(text)) n += line.find(needle) != std::string::npos ? 1 : 0;
-  return n;
-}
-
 // ---- a process that the test signals while it runs ----------------------------------
 
 /// Started like harness.cpp's run_process (own process group, default signal
@@ -624,6 +609,15 @@ TEST_F(RobustnessTest, SigkillMidExperiment) {
 // Scale: many threads, no fixed-size table, no fd or memory exhaustion.
 // ======================================================================================
 
+/// The scale program's report (`created=`, `open_failures=`, `fds_start=`,
+/// `fds_end=`): every thread was created, the program could open its own
+/// files, and the descriptor count is back where it started.
+void expect_all_threads_ran_and_fds_returned(const std::string& out, long long threads) {
+  EXPECT_EQ(number_after(out, "created"), threads) << out;
+  EXPECT_EQ(number_after(out, "open_failures"), 0) << "the program could not open its own files\n" << out;
+  EXPECT_LE(number_after(out, "fds_end") - number_after(out, "fds_start"), 2) << out;
+}
+
 // 1,000 threads alive at once: all created, the program can still open its
 // own descriptors, and when they have exited the fd count is back where it
 // started. Resident memory at the peak may grow by what 1,000 threads'
@@ -635,9 +629,7 @@ TEST_F(RobustnessTest, ThousandLiveThreads) {
   const ProcessResult result = run({}, program);
   expect_exit(result, 0);
   std::cerr << "[ plain    ] " << plain.out << "[ profiled ] " << result.out;
-  EXPECT_EQ(number_after(result.out, "created"), 1000) << result.out;
-  EXPECT_EQ(number_after(result.out, "open_failures"), 0) << result.out;
-  EXPECT_LE(number_after(result.out, "fds_end") - number_after(result.out, "fds_start"), 2) << result.out;
+  expect_all_threads_ran_and_fds_returned(result.out, 1000);
   EXPECT_LE(number_after(result.out, "rss_peak_kb"), number_after(plain.out, "rss_peak_kb") + 256 * 1024)
       << result.out;
   whole_profile();
@@ -661,10 +653,7 @@ TEST_F(RobustnessTest, ThousandLiveThreadsUnderTheDefaultFdLimit) {
   setrlimit(RLIMIT_NOFILE, &saved);
   std::cerr << "[ profiled ] " << result.out;
   expect_exit(result, 0);
-  EXPECT_EQ(number_after(result.out, "created"), 1000) << result.out;
-  EXPECT_EQ(number_after(result.out, "open_failures"), 0) << "the program could not open its own files\n"
-                                                          << result.out;
-  EXPECT_LE(number_after(result.out, "fds_end") - number_after(result.out, "fds_start"), 2) << result.out;
+  expect_all_threads_ran_and_fds_returned(result.out, 1000);
   whole_profile();
   expect_profiler_ran(profile_path());
 }
