@@ -19,7 +19,7 @@ ProgressPoint& ProgressPoints::find_or_add(std::string_view name, ProgressPoint:
 
 coz_counter_t* ProgressPoints::get_counter(int type, const char* name) {
   if (!name) return nullptr;
-  SpinGuard guard(lock_);
+  FutexGuard guard(lock_);
   switch (type) {
     case COZ_COUNTER_TYPE_THROUGHPUT:
       return &find_or_add(name, ProgressPoint::Kind::Throughput).begin;
@@ -33,7 +33,7 @@ coz_counter_t* ProgressPoints::get_counter(int type, const char* name) {
 }
 
 ProgressPoint& ProgressPoints::add(std::string_view name, ProgressPoint::Kind kind) {
-  SpinGuard guard(lock_);
+  FutexGuard guard(lock_);
   return find_or_add(name, kind);
 }
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "spin_lock.h"
+#include "futex_lock.h"
 
 namespace coz {
 
@@ -53,7 +53,7 @@ class ProgressPoints {
   /// Calls f(ProgressPoint&) for every point, under the registry lock.
   template <typename F>
   void for_each(F&& f) {
-    SpinGuard guard(lock_);
+    FutexGuard guard(lock_);
     for (auto& p : points_) f(p);
   }
 
@@ -77,20 +77,20 @@ class ProgressPoints {
   }
 
   size_t size() {
-    SpinGuard guard(lock_);
+    FutexGuard guard(lock_);
     return points_.size();
   }
 
   /// In a forked child: the lock may have been copied while held by a thread
   /// that does not exist there.
-  void reset_lock_after_fork() { new (&lock_) SpinLock(); }
+  void reset_lock_after_fork() { new (&lock_) FutexLock(); }
 
  private:
   ProgressPoint& find_or_add(std::string_view name, ProgressPoint::Kind kind);
 
   static constexpr size_t max_lock_free_latency = 64;
 
-  SpinLock lock_;
+  FutexLock lock_;
   std::deque<ProgressPoint> points_;  // deque: counters never move
   ProgressPoint* latency_[max_lock_free_latency] = {};
   std::atomic<size_t> latency_count_{0};

@@ -66,7 +66,7 @@ const char* wait_kind_name(WaitKind kind) {
 }
 
 void BlockedTable::add(SourceLine* site, WaitKind kind, uint64_t ns) {
-  SpinGuard guard(lock_);
+  FutexGuard guard(lock_);
   Totals& t = totals_[{site, static_cast<int>(kind)}];
   t.ns += ns;
   t.count += 1;
@@ -75,7 +75,7 @@ void BlockedTable::add(SourceLine* site, WaitKind kind, uint64_t ns) {
 std::vector<BlockedTable::Entry> BlockedTable::take_new() {
   std::map<std::pair<SourceLine*, int>, Totals> taken;
   {
-    SpinGuard guard(lock_);
+    FutexGuard guard(lock_);
     taken.swap(totals_);
   }
   std::vector<Entry> out;

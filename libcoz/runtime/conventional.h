@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "line_map.h"
-#include "spin_lock.h"
+#include "futex_lock.h"
 
 namespace coz {
 
@@ -67,7 +67,7 @@ class BlockedTable {
   struct Totals {
     uint64_t ns = 0, count = 0;
   };
-  SpinLock lock_;
+  FutexLock lock_;
   std::map<std::pair<SourceLine*, int>, Totals> totals_;
 };
 

@@ -87,7 +87,7 @@ void Profiler::run() {
     double speedup = scheduler_.choose_speedup();
     uint64_t length = c.end_to_end ? UINT64_MAX : scheduler_.choose_length(visit_rates());
     {
-      SpinGuard guard(lock_);
+      FutexGuard guard(lock_);
       if (stopping_.load(std::memory_order_acquire)) return;
       begin(line, speedup);
     }
@@ -98,7 +98,7 @@ void Profiler::run() {
     if (!sleep_unless_stopping(length, true)) return;  // shutdown() ends it
 
     {
-      SpinGuard guard(lock_);
+      FutexGuard guard(lock_);
       if (stopping_.load(std::memory_order_acquire)) return;
       stop_crediting();
     }
@@ -107,7 +107,7 @@ void Profiler::run() {
     ExperimentResult result;
     bool ended;
     {
-      SpinGuard guard(lock_);
+      FutexGuard guard(lock_);
       if (stopping_.load(std::memory_order_acquire)) return;
       ended = end(result);
     }
@@ -257,7 +257,7 @@ std::vector<VisitRate> Profiler::visit_rates() {
 void Profiler::write_new_samples() {
   std::vector<ProfileWriter::Samples> fresh;
   {
-    SpinGuard guard(rt_.lines_lock);
+    FutexGuard guard(rt_.lines_lock);
     for (auto& line : rt_.lines.lines()) {
       uint64_t now = line.samples.load(std::memory_order_relaxed);
       uint64_t before = line.reported_samples.load(std::memory_order_relaxed);
@@ -282,7 +282,7 @@ void Profiler::shutdown() {
   ExperimentResult result;
   bool ended;
   {
-    SpinGuard guard(lock_);
+    FutexGuard guard(lock_);
     if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
     bool long_enough = running_.active && (rt_.config.end_to_end ||
                                            sys::monotonic_ns() - running_.start_ns >= rt_.config.experiment_min_ns);

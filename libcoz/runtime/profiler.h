@@ -8,7 +8,7 @@
 
 #include "experiment.h"
 #include "runtime.h"
-#include "spin_lock.h"
+#include "futex_lock.h"
 
 namespace coz {
 
@@ -61,7 +61,7 @@ class Profiler {
 
   Runtime& rt_;
   ExperimentScheduler scheduler_;
-  SpinLock lock_;  // guards running_ against shutdown() from the exiting thread
+  FutexLock lock_;  // guards running_ against shutdown() from the exiting thread
   Running running_;
   std::atomic<bool> stopping_{false};
 };

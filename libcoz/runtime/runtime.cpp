@@ -34,7 +34,7 @@ struct MapSources {
   std::string main_executable;
   std::string main_program;
   std::vector<LoadedObject> mapped;  // objects already added (path, bias)
-  SpinLock lock;                     // dlopen may run in several threads at once
+  FutexLock lock;                     // dlopen may run in several threads at once
 };
 MapSources* g_sources = nullptr;
 bool g_warn_if_never_in_scope = false;  // the launched program, with -b globs that matched nothing yet
@@ -145,7 +145,7 @@ void on_fork_child() {
   rt->experiment.candidate.store(nullptr, std::memory_order_relaxed);
   rt->ledger.end_experiment();
   rt->points.reset_lock_after_fork();  // the parent's profiler thread may have held it
-  new (&rt->lines_lock) SpinLock();    // likewise (a dlopen in another parent thread)
+  new (&rt->lines_lock) FutexLock();    // likewise (a dlopen in another parent thread)
   for (auto& line : rt->lines.lines()) {
     line.reported_samples.store(line.samples.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
@@ -278,10 +278,10 @@ Runtime* runtime() { return g_runtime.load(std::memory_order_acquire); }
 void on_library_loaded() {
   Runtime* rt = runtime();
   if (!rt || !g_sources) return;
-  SpinGuard guard(g_sources->lock);
+  FutexGuard guard(g_sources->lock);
   size_t added;
   {
-    SpinGuard lines_guard(rt->lines_lock);
+    FutexGuard lines_guard(rt->lines_lock);
     added = build_line_map(*rt, *g_sources);
   }
   if (added == 0) return;

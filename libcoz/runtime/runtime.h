@@ -13,7 +13,7 @@
 #include "line_map.h"
 #include "profile_writer.h"
 #include "progress_points.h"
-#include "spin_lock.h"
+#include "futex_lock.h"
 #include "sys.h"
 
 namespace coz {
@@ -37,7 +37,7 @@ struct Runtime {
   /// Adding an object (dlopen, any thread) vs walking every line (profiler
   /// thread): a deque's iterators do not survive push_back. Lookups need no
   /// lock: lines never move, and find() reads a published table.
-  SpinLock lines_lock;
+  FutexLock lines_lock;
   DelayLedger ledger{&sys::tight_sleep_ns};
   ProgressPoints points;
   ProfileWriter writer;

@@ -16,7 +16,7 @@
 
 #include "log.h"
 #include "real.h"
-#include "spin_lock.h"
+#include "futex_lock.h"
 
 namespace coz {
 
@@ -146,7 +146,7 @@ std::atomic<bool> g_timer_failed_warned{false};
 int g_fd_floor = 0;                     // our descriptors live at or above this
 
 // Ring buffers of exited threads, waiting for the profiler thread to unmap them.
-SpinLock g_retired_lock;
+FutexLock g_retired_lock;
 std::vector<PerfRing::Mapping> g_retired;
 
 /// Moves a descriptor of ours above the program's range, so that a program
@@ -289,7 +289,7 @@ void stop_sampling(ThreadState& t) {
   ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
   PerfRing::Mapping m = t.ring.release();
   if (m.address) {
-    SpinGuard guard(g_retired_lock);
+    FutexGuard guard(g_retired_lock);
     g_retired.push_back(m);
   }
   close(t.perf_fd);  // the event lives on until its mapping is unmapped
@@ -310,7 +310,7 @@ void hurry_next_sample(ThreadState& t) {
 void unmap_retired_rings() {
   std::vector<PerfRing::Mapping> retired;
   {
-    SpinGuard guard(g_retired_lock);
+    FutexGuard guard(g_retired_lock);
     retired.swap(g_retired);
   }
   for (const auto& m : retired) munmap(m.address, m.size);

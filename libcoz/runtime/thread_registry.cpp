@@ -17,7 +17,7 @@ namespace {
 
 thread_local ThreadState* tls_thread = nullptr;
 std::atomic<int> g_live_threads{0};
-SpinLock g_list_lock;
+FutexLock g_list_lock;
 std::vector<ThreadState*> g_threads;  // registered threads (no fixed-size table)
 
 pthread_key_t g_exit_key;
@@ -56,11 +56,11 @@ void register_current_thread(uint64_t creator_local) {
     static std::atomic<bool> warned{false};
     log::warn_once(warned, "{}", error);
   }
-  SpinGuard guard(g_list_lock);
+  FutexGuard guard(g_list_lock);
   g_threads.push_back(t);
 }
 
-SpinLock& thread_list_lock() { return g_list_lock; }
+FutexLock& thread_list_lock() { return g_list_lock; }
 ThreadState* const* thread_list_begin() { return g_threads.data(); }
 ThreadState* const* thread_list_end() { return g_threads.data() + g_threads.size(); }
 
@@ -68,7 +68,7 @@ int live_thread_count() { return g_live_threads.load(std::memory_order_acquire);
 
 void reset_live_threads_after_fork() {
   g_live_threads.store(tls_thread ? 1 : 0, std::memory_order_release);
-  new (&g_list_lock) SpinLock();  // another thread may have held it at fork time
+  new (&g_list_lock) FutexLock();  // another thread may have held it at fork time
   g_threads.clear();              // only the forking thread exists here
   if (tls_thread) g_threads.push_back(tls_thread);
 }
@@ -82,7 +82,7 @@ void unregister_current_thread() {
   {
     // Leaving the list and handing over the breakpoint counts happen
     // together, so the profiler's sums never lose or double a thread's visits.
-    SpinGuard guard(g_list_lock);
+    FutexGuard guard(g_list_lock);
     for (size_t i = 0; i < g_threads.size(); ++i) {
       if (g_threads[i] == t) {
         g_threads[i] = g_threads.back();

@@ -14,7 +14,7 @@
 #include "conventional.h"
 #include "delay.h"
 #include "perf_ring.h"
-#include "spin_lock.h"
+#include "futex_lock.h"
 
 namespace coz {
 
@@ -52,7 +52,7 @@ void unregister_current_thread();
 int live_thread_count();
 
 /// The registered threads, guarded by thread_list_lock().
-SpinLock& thread_list_lock();
+FutexLock& thread_list_lock();
 ThreadState* const* thread_list_begin();
 ThreadState* const* thread_list_end();
 
@@ -60,7 +60,7 @@ ThreadState* const* thread_list_end();
 /// lock (threads cannot register or leave meanwhile). Not for signal context.
 template <typename F>
 void for_each_thread(F&& f) {
-  SpinGuard guard(thread_list_lock());
+  FutexGuard guard(thread_list_lock());
   for (auto it = thread_list_begin(); it != thread_list_end(); ++it) f(**it);
 }
 
