@@ -34,7 +34,8 @@ struct Config {
   double zero_speedup_share = 0.25;          // share of experiments run at 0% (the baselines)
 
   // --- fixed internals ---
-  uint64_t poll_interval_ns = 2'000'000;  // profiler thread wake-up during an experiment, 2 ms
+  uint64_t poll_interval_ns = 2'000'000;  // profiler thread wake-up during an experiment with latency points, 2 ms
+  uint64_t idle_wake_ns = 20'000'000;     // its wake-up when nothing needs polling: how soon it sees the program gone
   unsigned ring_data_pages = 2;           // perf ring buffer size per thread (pages, power of two)
   unsigned max_callchain = 32;            // frames the kernel records per sample
 

@@ -76,6 +76,9 @@ class ProgressPoints {
     });
   }
 
+  /// Whether any latency point exists (lock-free).
+  bool has_latency() const { return latency_count_.load(std::memory_order_acquire) > 0; }
+
   size_t size() {
     FutexGuard guard(lock_);
     return points_.size();
