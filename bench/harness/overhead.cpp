@@ -8,7 +8,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "sections.h"
 
@@ -23,8 +26,32 @@ enum Mode { kPlain, kOursSampling, kOursFull, kPlainDwarf3, kCozSampling, kCozFu
 struct ModeRuns {
   std::vector<double> wall;
   std::vector<size_t> experiments;
+  std::vector<double> delay_asked_s;
   std::string failure;  // last failure, if any
 };
+
+// The delay a run's experiments called for: each sample in the selected
+// line asks every other thread to pause speedup x one sample period (1 ms
+// in both profilers by default). Read from the `experiment` records, which
+// both profilers write alike. Whether a pause slows the program depends on
+// where it lands (a thread off the critical path absorbs it), so this is what
+// the experiments asked, not what they cost.
+double delay_asked_s(const std::string& profile) {
+  constexpr double kSamplePeriodS = 1e-3;
+  std::ifstream in(profile);
+  double total = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("experiment\t", 0) != 0) continue;
+    double speedup = 0, samples = 0;
+    std::istringstream fields(line);
+    for (std::string field; std::getline(fields, field, '\t');) {
+      if (field.rfind("speedup=", 0) == 0) speedup = std::atof(field.c_str() + 8);
+      if (field.rfind("selected-samples=", 0) == 0) samples = std::atof(field.c_str() + 17);
+    }
+    total += speedup * samples * kSamplePeriodS;
+  }
+  return total;
+}
 
 // The last non-empty line of `text`, fit for a table cell.
 std::string last_line(std::string text) {
@@ -114,6 +141,7 @@ Section measure_overhead(const Config& config) {
         const std::optional<json::Value> report =
             std::filesystem::exists(profile) ? report_json(config, profile, error) : std::nullopt;
         m.experiments.push_back(report ? size_t((*report)["experiments"].num()) : 0);
+        m.delay_asked_s.push_back(delay_asked_s(profile));
       }
     }
 
@@ -126,6 +154,8 @@ Section measure_overhead(const Config& config) {
       if (mode != kPlain && mode != kPlainDwarf3) {
         std::vector<double> e(m.experiments.begin(), m.experiments.end());
         s += fmt::format(", {:.0f} exp.", median(e));
+        if (mode == kOursFull || mode == kCozFull)
+          s += fmt::format(", delays asked {:.0f}% of plain", 100 * median(m.delay_asked_s) / median(runs[base].wall));
       }
       if (!m.failure.empty()) s += " (some runs failed: " + m.failure + ")";
       return s;
@@ -174,6 +204,10 @@ Section measure_overhead(const Config& config) {
       "coz-profiler: Debian's /usr/bin/coz (0.2.2) on the `_dwarf3` copy of the same program (-gdwarf-3: it cannot "
       "read DWARF 5); its ratios are to a plain run of that copy. `exp.` = experiments written to the profile.",
       "Full-experiment overhead includes the inserted delays, which is the cost a user pays per run.",
+      "delays asked: the pauses a run's experiments called for (selected-line samples x speedup x the 1 ms sample "
+      "period, summed over the experiment records of the profile), as a share of the plain run time. A pause "
+      "slows the program only where it lands on the critical path; the rest of the full overhead is the cost of "
+      "sampling (previous column) and of running the experiments.",
   };
   if (have_coz) section.notes.push_back(coz_profiler_on_dwarf5(config, scratch));
   return section;
