@@ -38,6 +38,7 @@ struct Config {
   uint64_t idle_wake_ns = 20'000'000;     // its wake-up when nothing needs polling: how soon it sees the program gone
   unsigned ring_data_pages = 2;           // perf ring buffer size per thread (pages, power of two)
   unsigned max_callchain = 32;            // frames the kernel records per sample
+  unsigned delay_sampling_rate = 2;       // samples per sample period while an experiment inserts delays (see Profiler::begin)
 
   /// Reads the environment. Malformed values are reported in `errors` (one
   /// line each) and leave the default in place.

@@ -33,8 +33,8 @@ uint64_t ExperimentScheduler::choose_length(const std::vector<VisitRate>& rates)
   return static_cast<uint64_t>(std::min(needed_ns, static_cast<double>(config_.experiment_max_ns)));
 }
 
-uint64_t ExperimentScheduler::delay_per_sample(double speedup) const {
-  return static_cast<uint64_t>(std::llround(speedup * static_cast<double>(config_.sample_period_ns)));
+uint64_t ExperimentScheduler::delay_per_sample(double speedup, uint64_t period_ns) {
+  return static_cast<uint64_t>(std::llround(speedup * static_cast<double>(period_ns)));
 }
 
 }  // namespace coz

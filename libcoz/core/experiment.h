@@ -50,8 +50,9 @@ class ExperimentScheduler {
   /// still accumulate across experiments in the analysis).
   uint64_t choose_length(const std::vector<VisitRate>& rates) const;
 
-  /// Delay inserted per selected sample at this speedup.
-  uint64_t delay_per_sample(double speedup) const;
+  /// Delay inserted per selected sample at this speedup, for samples taken
+  /// every `period_ns` of thread CPU time.
+  static uint64_t delay_per_sample(double speedup, uint64_t period_ns);
 
  private:
   const Config& config_;

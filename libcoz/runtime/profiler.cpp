@@ -137,6 +137,19 @@ SourceLine* Profiler::wait_for_line() {
   return nullptr;
 }
 
+/// Experiments sample `delay_sampling_rate` times as often. Each sample in the selected line pauses the other threads by
+/// speedup x period at once, so the period is the grain of the pauses: at
+/// 1 ms, a 50% experiment paused a thread 0.5 ms in one go, long enough that
+/// all three waiters of lock_contention were sometimes paying at once when
+/// the lock was released. The lock then sat idle (a quarter of hand-offs went
+/// back to the releasing thread after its own 0.25 ms of outside work, 4x as
+/// many as at 0%), which the sped-up program never does: +39% predicted for
+/// a line whose halving really gives +50%. At 0.5 ms: +47.7%. Counts in the
+/// profile stay per configured period (counted_in_profile in sampler.cpp).
+/// The 0% baselines sample as often too: the extra samples cost the program
+/// ~2.5% here, and charged to the speedup experiments alone they made every
+/// prediction ~3 points low. Only a run of 0% experiments alone
+/// (--fixed-speedup 0, which inserts no delays at all) keeps the configured period.
 void Profiler::begin(SourceLine* line, double speedup) {
   refresh_breakpoint_counters(rt_);
   uint64_t now = sys::monotonic_ns();
@@ -149,13 +162,17 @@ void Profiler::begin(SourceLine* line, double speedup) {
     p.in_flight_wall_sum = 0;
   });
   rt_.experiment.selected_samples.store(0, std::memory_order_relaxed);
-  rt_.ledger.begin_experiment(scheduler_.delay_per_sample(speedup));
+  uint64_t period = rt_.config.sample_period_ns;
+  bool inserts_delays = rt_.config.fixed_speedup_percent != 0;
+  if (inserts_delays) period = set_sample_period(rt_, period / std::max(1u, rt_.config.delay_sampling_rate));
+  rt_.ledger.begin_experiment(ExperimentScheduler::delay_per_sample(speedup, period));
   rt_.experiment.selected.store(line, std::memory_order_release);
 }
 
 void Profiler::stop_crediting() {
   rt_.experiment.selected.store(nullptr, std::memory_order_release);
   rt_.ledger.end_experiment();
+  set_sample_period(rt_, rt_.config.sample_period_ns);
 }
 
 /// When credits stop, the running threads still owe the delays of the last
@@ -295,8 +312,7 @@ void Profiler::shutdown() {
                                            sys::monotonic_ns() - running_.start_ns >= rt_.config.experiment_min_ns);
     if (running_.active && !long_enough) {
       running_.active = false;  // too short to measure anything: drop it
-      rt_.experiment.selected.store(nullptr, std::memory_order_release);
-      rt_.ledger.end_experiment();
+      stop_crediting();
     }
     ended = end(result);
   }

@@ -144,6 +144,7 @@ void on_fork_child() {
   rt->experiment.selected.store(nullptr, std::memory_order_relaxed);
   rt->experiment.candidate.store(nullptr, std::memory_order_relaxed);
   rt->ledger.end_experiment();
+  rt->sample_period_ns.store(rt->config.sample_period_ns, std::memory_order_relaxed);
   rt->points.reset_lock_after_fork();  // the parent's profiler thread may have held it
   new (&rt->lines_lock) FutexLock();    // likewise (a dlopen in another parent thread)
   for (auto& line : rt->lines.lines()) {
@@ -173,6 +174,7 @@ void start() {
   std::vector<std::string> errors;
   auto* rt = new Runtime;  // never deleted: see runtime.h
   rt->config = Config::from_environment(errors);
+  rt->sample_period_ns.store(rt->config.sample_period_ns, std::memory_order_relaxed);
   g_points = &rt->points;
   log::set_verbosity(rt->config.verbosity);
   for (const auto& e : errors) log::warn("{}", e);

@@ -47,6 +47,9 @@ struct Runtime {
   StackTable stacks;
   BlockedTable blocked;
   std::atomic<SourceLine*> fixed_line{nullptr};  // set late when its library is dlopen'ed
+  /// The period threads sample at now: config.sample_period_ns, or a
+  /// fraction of it while an experiment inserts delays (set_sample_period).
+  std::atomic<uint64_t> sample_period_ns{0};
   uint64_t start_ns = 0;  // CLOCK_MONOTONIC at start-up
   bool sampling_enabled = true;
 };

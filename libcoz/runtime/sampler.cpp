@@ -49,21 +49,36 @@ size_t in_scope_frames(const Runtime& rt, uint64_t ip, const uint64_t* chain, ui
   return n;
 }
 
+/// Whether this sample enters the profile's counts. While threads sample
+/// faster than the configured period (an experiment that inserts delays),
+/// only one sample in `rate` does, so that every count in the profile stays
+/// one per configured period of CPU time, whenever it was taken.
+bool counted_in_profile(const Runtime& rt, ThreadState& t) {
+  uint64_t period = rt.sample_period_ns.load(std::memory_order_relaxed);
+  if (period == 0 || period >= rt.config.sample_period_ns) return true;
+  uint64_t rate = rt.config.sample_period_ns / period;
+  return ++t.short_period_samples % rate == 0;
+}
+
 void record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64_t* chain, uint64_t depth) {
-  rt.stats.samples.fetch_add(1, std::memory_order_relaxed);
+  bool counted = counted_in_profile(rt, t);
+  if (counted) rt.stats.samples.fetch_add(1, std::memory_order_relaxed);
   SourceLine* frames[StackTable::max_frames];
   size_t depth_in_scope = in_scope_frames(rt, ip, chain, depth, frames);
   if (depth_in_scope == 0) {
-    rt.stats.unattributed.fetch_add(1, std::memory_order_relaxed);
+    if (counted) rt.stats.unattributed.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  rt.stacks.add(frames, depth_in_scope);
   SourceLine* line = frames[0];
-  line->samples.fetch_add(1, std::memory_order_relaxed);
+  if (counted) {
+    rt.stacks.add(frames, depth_in_scope);
+    line->samples.fetch_add(1, std::memory_order_relaxed);
+  }
 
   SourceLine* selected = rt.experiment.selected.load(std::memory_order_acquire);
   if (selected == line) {
-    rt.experiment.selected_samples.fetch_add(1, std::memory_order_relaxed);
+    // Every sample credits its delay (the ledger's delay per sample matches the period in force).
+    if (counted) rt.experiment.selected_samples.fetch_add(1, std::memory_order_relaxed);
     if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
   } else if (selected == nullptr) {
     // Between experiments, the first sample proposes the next line: lines
@@ -124,8 +139,8 @@ void on_sample_signal(int, siginfo_t*, void* context) {
         t->scratch, sizeof t->scratch);
     if (!t->regular_period.load(std::memory_order_acquire) && t->perf_fd >= 0) {
       // The last period was a random phase (see start_sampling) or hurried
-      // (hurry_next_sample); from now on the regular one.
-      uint64_t period = rt->config.sample_period_ns;
+      // (hurry_next_sample); from now on the period in force.
+      uint64_t period = rt->sample_period_ns.load(std::memory_order_relaxed);
       sys::raw_syscall6(SYS_ioctl, t->perf_fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<long>(&period));
       t->regular_period.store(true, std::memory_order_release);
     }
@@ -238,7 +253,9 @@ bool start_sampling(ThreadState& t, const Config& config) {
   attr.size = sizeof attr;
   attr.type = PERF_TYPE_SOFTWARE;
   attr.config = PERF_COUNT_SW_TASK_CLOCK;
-  attr.sample_period = first_period(t, config.sample_period_ns);
+  Runtime* rt = runtime();
+  uint64_t period = rt ? rt->sample_period_ns.load(std::memory_order_relaxed) : 0;
+  attr.sample_period = first_period(t, period > 0 ? period : config.sample_period_ns);
   attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN;
   attr.disabled = 1;
   attr.exclude_kernel = 1;  // also keeps samples (and signals) to user mode, so no syscall sees EINTR
@@ -305,6 +322,18 @@ void hurry_next_sample(ThreadState& t) {
   uint64_t period = hurried_period_ns;
   if (sys::raw_syscall6(SYS_ioctl, t.perf_fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<long>(&period)) == 0)
     t.regular_period.store(false, std::memory_order_release);
+}
+
+uint64_t set_sample_period(Runtime& rt, uint64_t period) {
+  // Timer-mode threads keep the configured period (their timers would need rearming).
+  if (g_use_timers.load(std::memory_order_relaxed)) period = rt.config.sample_period_ns;
+  if (rt.sample_period_ns.exchange(period, std::memory_order_relaxed) == period) return period;
+  for_each_thread([&](ThreadState& t) {
+    if (t.timer_mode || t.perf_fd < 0) return;
+    uint64_t p = period;
+    sys::raw_syscall6(SYS_ioctl, t.perf_fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<long>(&p));
+  });
+  return period;
 }
 
 void unmap_retired_rings() {

@@ -34,6 +34,11 @@ void stop_sampling(ThreadState& thread);
 /// that one has the regular period again. No-op in timer mode.
 void hurry_next_sample(ThreadState& thread);
 
+/// Makes every thread (and every thread started later) sample each `period`
+/// ns of its CPU time; returns the period now in force (in timer mode, always
+/// the configured one). From the profiler thread, between experiments.
+uint64_t set_sample_period(Runtime& rt, uint64_t period);
+
 /// Unmaps the ring buffers of threads that have exited. The profiler thread
 /// calls this: an munmap in a multithreaded process waits for TLB shootdowns
 /// on every core, which made each exiting thread ~1 ms slower when threads

@@ -25,6 +25,9 @@ struct ThreadState {
   // False until the first sample (which comes after a random phase), and
   // after hurry_next_sample: the signal handler then sets the regular period.
   std::atomic<bool> regular_period{false};
+  // Samples taken at a period shorter than the configured one (see
+  // record_sample); only the signal handler touches it.
+  uint32_t short_period_samples = 0;
   // Fallback when perf_event is refused: a CPU-time timer signals the thread,
   // and the handler takes the IP from the signal context and walks frame
   // pointers within the thread's stack.

@@ -74,12 +74,10 @@ TEST(ExperimentScheduler, ARarePointDoesNotStretchEveryExperiment) {
 }
 
 TEST(ExperimentScheduler, DelayPerSampleIsSpeedupTimesPeriod) {
-  Config c;
-  c.sample_period_ns = 1'000'000;
-  ExperimentScheduler s(c, 1);
-  EXPECT_EQ(s.delay_per_sample(0.0), 0u);
-  EXPECT_EQ(s.delay_per_sample(0.35), 350'000u);
-  EXPECT_EQ(s.delay_per_sample(1.0), 1'000'000u);
+  EXPECT_EQ(ExperimentScheduler::delay_per_sample(0.0, 1'000'000), 0u);
+  EXPECT_EQ(ExperimentScheduler::delay_per_sample(0.35, 1'000'000), 350'000u);
+  EXPECT_EQ(ExperimentScheduler::delay_per_sample(1.0, 1'000'000), 1'000'000u);
+  EXPECT_EQ(ExperimentScheduler::delay_per_sample(0.5, 500'000), 250'000u) << "the period in force, not the configured one";
 }
 
 }  // namespace
