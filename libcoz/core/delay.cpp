@@ -107,6 +107,33 @@ void DelayLedger::pre_block(ThreadLedger& t) {
   t.blocked.store(true, std::memory_order_release);
 }
 
+void DelayLedger::pre_lock_wait(ThreadLedger& t, uint64_t now_ns) {
+  BusyScope busy(t);
+  forgive_old_debt(t);
+  t.pre_wait_debt = debt(t);
+  t.pre_block_global = global();
+  t.pre_wait_ns = now_ns;
+  t.blocked.store(true, std::memory_order_release);
+}
+
+void DelayLedger::post_lock_wait(ThreadLedger& t, uint64_t now_ns) {
+  {
+    BusyScope busy(t);
+    t.blocked.store(false, std::memory_order_release);
+    uint64_t g = global();
+    uint64_t accrued = g > t.pre_block_global ? g - t.pre_block_global : 0;
+    uint64_t waited = now_ns > t.pre_wait_ns ? now_ns - t.pre_wait_ns : 0;
+    uint64_t virtual_wait = waited > accrued ? waited - accrued : 0;  // the pauses credited meanwhile do not exist there
+    uint64_t still_owed = t.pre_wait_debt > virtual_wait ? t.pre_wait_debt - virtual_wait : 0;
+    // Owe exactly still_owed from here: local = g - still_owed, never moving back.
+    uint64_t target = g - std::min(g, still_owed);
+    uint64_t local = t.local.load(std::memory_order_relaxed);
+    while (local < target && !t.local.compare_exchange_weak(local, target, std::memory_order_relaxed)) {
+    }
+  }
+  pay(t);
+}
+
 void DelayLedger::post_block(ThreadLedger& t, bool skip) {
   {
     BusyScope busy(t);

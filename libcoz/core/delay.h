@@ -26,6 +26,8 @@ namespace coz {
 struct ThreadLedger {
   std::atomic<uint64_t> local{0};        // delay paid or credited, ns
   uint64_t pre_block_global = 0;         // global count when the thread last blocked
+  uint64_t pre_wait_debt = 0;            // debt carried into a lock wait (pre_lock_wait)
+  uint64_t pre_wait_ns = 0;              // when that wait began
   std::atomic<bool> busy{false};         // inside ledger code: the signal handler must not pay now
   std::atomic<bool> blocked{false};      // between pre_block and post_block: its debt may be skipped
 };
@@ -78,6 +80,16 @@ class DelayLedger {
   void pre_block(ThreadLedger& t);
   /// After it returns: `skip` when another thread woke it up. Pays what remains owed.
   void post_block(ThreadLedger& t, bool skip);
+  /// Before waiting for a mutex that another thread holds: notes the debt
+  /// instead of paying it. Paid first, it kept the thread out of the queue:
+  /// with every waiter paying at once, the lock was sometimes released to no
+  /// one and sat idle, which the sped-up program never does.
+  void pre_lock_wait(ThreadLedger& t, uint64_t now_ns);
+  /// After acquiring it: skips the delays credited meanwhile (the releaser
+  /// caught up), and the time spent queued, net of those, absorbs the debt
+  /// carried in: paused first, the thread would have queued that much later
+  /// and still been waiting. Pays what the wait did not absorb.
+  void post_lock_wait(ThreadLedger& t, uint64_t now_ns);
   /// Before waking another thread (unlock, signal, post, thread exit).
   void catch_up(ThreadLedger& t) { pay_all(t); }
 

@@ -43,6 +43,28 @@ class Wait {
   uint64_t start_;
 };
 
+/// Brackets waiting for a mutex that another thread holds: the time queued
+/// absorbs the debt carried in (DelayLedger::pre_lock_wait); keeps errno.
+class LockWait {
+ public:
+  LockWait() : start_(coz::current_thread() ? coz::sys::monotonic_ns() : 0) { coz::thread_pre_lock_wait(); }
+  void done() {
+    int saved = errno;
+    if (start_) coz::record_blocked(coz::WaitKind::Mutex, coz::sys::monotonic_ns() - start_);
+    coz::thread_post_lock_wait();
+    errno = saved;
+  }
+
+ private:
+  uint64_t start_;
+};
+
+/// Whether another thread holds the mutex now (glibc's lock word: 0 when
+/// free, for every mutex kind). Only a hint: it may change at once.
+bool held_by_someone(const pthread_mutex_t* mutex) {
+  return __atomic_load_n(&mutex->__data.__lock, __ATOMIC_RELAXED) != 0;
+}
+
 /// Before waking another thread: pay our own delays first (keeps errno).
 void catch_up() {
   int saved = errno;
@@ -127,7 +149,15 @@ int pthread_clockjoin_np(pthread_t thread, void** result, clockid_t clock, const
 // ---- mutexes ---------------------------------------------------------------
 
 /// Acquired: either free, or handed over by an unlocker that caught up.
+/// Held by another thread, the wait absorbs our debt (LockWait); free, we
+/// pay first, as before any call that may block.
 int pthread_mutex_lock(pthread_mutex_t* mutex) {
+  if (held_by_someone(mutex)) {
+    LockWait w;
+    int err = functions().pthread_mutex_lock(mutex);
+    w.done();
+    return err;
+  }
   Wait w(coz::WaitKind::Mutex);
   int err = functions().pthread_mutex_lock(mutex);
   w.done(true);

@@ -111,6 +111,18 @@ void thread_post_block(bool skip) {
   if (t && rt) rt->ledger.post_block(t->ledger, skip);
 }
 
+void thread_pre_lock_wait() {
+  ThreadState* t = tls_thread;
+  Runtime* rt = runtime();
+  if (t && rt) rt->ledger.pre_lock_wait(t->ledger, sys::monotonic_ns());
+}
+
+void thread_post_lock_wait() {
+  ThreadState* t = tls_thread;
+  Runtime* rt = runtime();
+  if (t && rt) rt->ledger.post_lock_wait(t->ledger, sys::monotonic_ns());
+}
+
 void thread_catch_up() {
   ThreadState* t = tls_thread;
   Runtime* rt = runtime();

@@ -86,6 +86,41 @@ TEST_F(DelayTest, WokenByAnotherThreadSkipsDelaysWhileBlocked) {
   EXPECT_EQ(ledger.owed(b), 0u);
 }
 
+TEST_F(DelayTest, LockWaitAbsorbsTheDebtCarriedIn) {
+  ledger.begin_experiment(1000);
+  ledger.credit_sample(a);  // b owes 1000 when it finds the lock held
+  ledger.pre_lock_wait(b, /*now_ns=*/10'000);
+  EXPECT_EQ(g_slept_total, 0u) << "b queues at once instead of pausing first";
+  EXPECT_TRUE(ledger.settled(b)) << "a thread queued on a lock is not in debt";
+  ledger.credit_sample(a);  // the holder, in the line, credits 1000 more while b waits
+  ledger.post_lock_wait(b, /*now_ns=*/10'000 + 3'000);
+  // Queued 3000 ns, of which 1000 were the holder's credited pause: 2000 of
+  // virtual time, more than the 1000 b carried in. Nothing is left to pay.
+  EXPECT_EQ(g_slept_total, 0u);
+  EXPECT_EQ(ledger.owed(b), 0u);
+}
+
+TEST_F(DelayTest, ShortLockWaitLeavesTheRestOfTheDebt) {
+  ledger.begin_experiment(1000);
+  ledger.credit_sample(a);
+  ledger.credit_sample(a);  // b carries 2000 in
+  ledger.pre_lock_wait(b, 50'000);
+  ledger.post_lock_wait(b, 50'000 + 500);  // the lock came free after 500 ns
+  EXPECT_EQ(g_slept_total, 1500u) << "the wait absorbed 500 of the 2000";
+  EXPECT_EQ(ledger.owed(b), 0u);
+}
+
+TEST_F(DelayTest, LockWaitDebtFromAnEarlierExperimentIsForgiven) {
+  ledger.begin_experiment(1000);
+  ledger.credit_sample(a);
+  ledger.pre_lock_wait(b, 0);
+  ledger.end_experiment();
+  ledger.begin_experiment(1000);
+  ledger.post_lock_wait(b, 100);
+  EXPECT_EQ(g_slept_total, 0u);
+  EXPECT_EQ(ledger.owed(b), 0u);
+}
+
 TEST_F(DelayTest, WokenByTimeoutPaysDelaysWhileBlocked) {
   ledger.begin_experiment(1000);
   ledger.pre_block(b);
