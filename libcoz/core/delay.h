@@ -10,7 +10,9 @@
 // Blocking: a thread pays what it owes before it blocks; woken by another
 // thread, it skips the delays that accrued while it was blocked (the waker
 // paid them before waking it); woken by a timeout or the outside world, it
-// pays them. Wakers pay before waking.
+// pays them. Wakers pay before waking. One exception: waiting for a mutex
+// that another thread holds, the time queued absorbs the debt instead
+// (pre_lock_wait).
 //
 // Between experiments the debt is forgiven: delays belong to the experiment
 // that created them, and a late payment would distort the next one.
