@@ -199,8 +199,10 @@ Section measure_overhead(const Config& config) {
       fmt::format("Median wall time (fork to exit, start-up included) of {} interleaved rounds; each round runs every "
                   "mode once, order rotated. Programs scaled to ~{:.1f} s plain.",
                   config.overhead_rounds, config.overhead_run_s),
-      "ours: the `coz` under test; sampling only = `--fixed-speedup 0` (every experiment a 0% baseline, no delays); "
-      "full = plain `coz run` (random lines and speedups).",
+      "ours: the `coz` under test; sampling only = `--fixed-speedup 0` (every experiment a 0% baseline, no delays, "
+      "one sample per ms of thread CPU time); full = plain `coz run` (random lines and speedups; its experiments "
+      "sample every 0.5 ms so that each pause is shorter, so the sampling part of a full run costs about twice the "
+      "sampling-only figure).",
       "coz-profiler: Debian's /usr/bin/coz (0.2.2) on the `_dwarf3` copy of the same program (-gdwarf-3: it cannot "
       "read DWARF 5); its ratios are to a plain run of that copy. `exp.` = experiments written to the profile.",
       "Full-experiment overhead includes the inserted delays, which is the cost a user pays per run.",
