@@ -26,36 +26,35 @@ namespace {
 
 /// Brackets a wait: pre-block on entry; on exit, records how long it blocked
 /// and post-blocks (skipping or paying the delays that accrued); keeps errno.
+/// `QueueWithDebt`: waiting for a mutex another thread holds, where the time
+/// queued absorbs the debt carried in (DelayLedger::pre_lock_wait) instead
+/// of the thread paying it first.
 class Wait {
  public:
-  explicit Wait(coz::WaitKind kind) : kind_(kind), start_(coz::current_thread() ? coz::sys::monotonic_ns() : 0) {
-    coz::thread_pre_block();
+  enum class Entry { PayFirst, QueueWithDebt };
+  explicit Wait(coz::WaitKind kind, Entry entry = Entry::PayFirst)
+      : kind_(kind), entry_(entry), start_(coz::sys::monotonic_ns()) {
+    if (entry_ == Entry::QueueWithDebt) {
+      coz::thread_pre_lock_wait(start_);
+    } else {
+      coz::thread_pre_block();
+    }
   }
   void done(bool woken_by_thread) {
     int saved = errno;
-    if (start_) coz::record_blocked(kind_, coz::sys::monotonic_ns() - start_);
-    coz::thread_post_block(woken_by_thread);
+    uint64_t now = coz::sys::monotonic_ns();
+    coz::record_blocked(kind_, now - start_);
+    if (entry_ == Entry::QueueWithDebt) {
+      coz::thread_post_lock_wait(now);
+    } else {
+      coz::thread_post_block(woken_by_thread);
+    }
     errno = saved;
   }
 
  private:
   coz::WaitKind kind_;
-  uint64_t start_;
-};
-
-/// Brackets waiting for a mutex that another thread holds: the time queued
-/// absorbs the debt carried in (DelayLedger::pre_lock_wait); keeps errno.
-class LockWait {
- public:
-  LockWait() : start_(coz::current_thread() ? coz::sys::monotonic_ns() : 0) { coz::thread_pre_lock_wait(); }
-  void done() {
-    int saved = errno;
-    if (start_) coz::record_blocked(coz::WaitKind::Mutex, coz::sys::monotonic_ns() - start_);
-    coz::thread_post_lock_wait();
-    errno = saved;
-  }
-
- private:
+  Entry entry_;
   uint64_t start_;
 };
 
@@ -152,13 +151,7 @@ int pthread_clockjoin_np(pthread_t thread, void** result, clockid_t clock, const
 /// Held by another thread, the wait absorbs our debt (LockWait); free, we
 /// pay first, as before any call that may block.
 int pthread_mutex_lock(pthread_mutex_t* mutex) {
-  if (held_by_someone(mutex)) {
-    LockWait w;
-    int err = functions().pthread_mutex_lock(mutex);
-    w.done();
-    return err;
-  }
-  Wait w(coz::WaitKind::Mutex);
+  Wait w(coz::WaitKind::Mutex, held_by_someone(mutex) ? Wait::Entry::QueueWithDebt : Wait::Entry::PayFirst);
   int err = functions().pthread_mutex_lock(mutex);
   w.done(true);
   return err;

@@ -111,16 +111,16 @@ void thread_post_block(bool skip) {
   if (t && rt) rt->ledger.post_block(t->ledger, skip);
 }
 
-void thread_pre_lock_wait() {
+void thread_pre_lock_wait(uint64_t now_ns) {
   ThreadState* t = tls_thread;
   Runtime* rt = runtime();
-  if (t && rt) rt->ledger.pre_lock_wait(t->ledger, sys::monotonic_ns());
+  if (t && rt) rt->ledger.pre_lock_wait(t->ledger, now_ns);
 }
 
-void thread_post_lock_wait() {
+void thread_post_lock_wait(uint64_t now_ns) {
   ThreadState* t = tls_thread;
   Runtime* rt = runtime();
-  if (t && rt) rt->ledger.post_lock_wait(t->ledger, sys::monotonic_ns());
+  if (t && rt) rt->ledger.post_lock_wait(t->ledger, now_ns);
 }
 
 void thread_catch_up() {

@@ -74,9 +74,10 @@ void reset_live_threads_after_fork();
 // thread is not profiled.
 void thread_pre_block();
 void thread_post_block(bool skip);
-/// Around waiting for a mutex another thread holds (DelayLedger::pre_lock_wait).
-void thread_pre_lock_wait();
-void thread_post_lock_wait();
+/// Around waiting for a mutex another thread holds (DelayLedger::pre_lock_wait);
+/// `now_ns` is CLOCK_MONOTONIC at entry and at exit.
+void thread_pre_lock_wait(uint64_t now_ns);
+void thread_post_lock_wait(uint64_t now_ns);
 void thread_catch_up();
 /// A wait of the calling thread that blocked `ns`: charged to the in-scope
 /// line that called it (found by unwinding), for the conventional profile.
