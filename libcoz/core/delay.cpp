@@ -23,6 +23,14 @@ class BusyScope {
   bool was_busy_;
 };
 
+/// Raises the thread's local count to `value` if it is below (the signal
+/// handler may add to it meanwhile: never moves it back).
+void raise_local(ThreadLedger& t, uint64_t value) {
+  uint64_t local = t.local.load(std::memory_order_relaxed);
+  while (local < value && !t.local.compare_exchange_weak(local, value, std::memory_order_relaxed)) {
+  }
+}
+
 }  // namespace
 
 void DelayLedger::begin_experiment(uint64_t delay_per_sample_ns) {
@@ -48,10 +56,7 @@ uint64_t DelayLedger::credit_sample(ThreadLedger& t) {
 }
 
 void DelayLedger::forgive_old_debt(ThreadLedger& t) const {
-  uint64_t floor = forgive_below_.load(std::memory_order_acquire);
-  uint64_t local = t.local.load(std::memory_order_relaxed);
-  while (local < floor && !t.local.compare_exchange_weak(local, floor, std::memory_order_relaxed)) {
-  }
+  raise_local(t, forgive_below_.load(std::memory_order_acquire));
 }
 
 uint64_t DelayLedger::debt(const ThreadLedger& t) const {
@@ -125,11 +130,7 @@ void DelayLedger::post_lock_wait(ThreadLedger& t, uint64_t now_ns) {
     uint64_t waited = now_ns > t.pre_wait_ns ? now_ns - t.pre_wait_ns : 0;
     uint64_t virtual_wait = waited > accrued ? waited - accrued : 0;  // the pauses credited meanwhile do not exist there
     uint64_t still_owed = t.pre_wait_debt > virtual_wait ? t.pre_wait_debt - virtual_wait : 0;
-    // Owe exactly still_owed from here: local = g - still_owed, never moving back.
-    uint64_t target = g - std::min(g, still_owed);
-    uint64_t local = t.local.load(std::memory_order_relaxed);
-    while (local < target && !t.local.compare_exchange_weak(local, target, std::memory_order_relaxed)) {
-    }
+    raise_local(t, g - std::min(g, still_owed));  // owe exactly still_owed from here
   }
   pay(t);
 }
