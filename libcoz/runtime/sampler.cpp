@@ -27,6 +27,12 @@ namespace coz {
 namespace signal_safe {
 namespace {
 
+/// Sets a perf_event's sample period (the kernel restarts its countdown).
+/// A raw system call: async-signal-safe, and ioctl is not re-entered.
+bool set_period(int perf_fd, uint64_t period) {
+  return sys::raw_syscall6(SYS_ioctl, perf_fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<long>(&period)) == 0;
+}
+
 /// The in-scope frames of a sample, innermost first: the sampled IP, then
 /// each return address - 1 (the call instruction, on the caller's line).
 /// frames[0] is the line the sample is attributed to; all of them make its
@@ -140,8 +146,7 @@ void on_sample_signal(int, siginfo_t*, void* context) {
     if (!t->regular_period.load(std::memory_order_acquire) && t->perf_fd >= 0) {
       // The last period was a random phase (see start_sampling) or hurried
       // (hurry_next_sample); from now on the period in force.
-      uint64_t period = rt->sample_period_ns.load(std::memory_order_relaxed);
-      sys::raw_syscall6(SYS_ioctl, t->perf_fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<long>(&period));
+      set_period(t->perf_fd, rt->sample_period_ns.load(std::memory_order_relaxed));
       t->regular_period.store(true, std::memory_order_release);
     }
     rt->ledger.pay_from_signal(t->ledger);
@@ -319,9 +324,7 @@ void hurry_next_sample(ThreadState& t) {
   // The period first, then the flag: the handler resets the period only
   // after it sees the flag cleared, so it can never leave the short period
   // in place with the flag saying regular.
-  uint64_t period = hurried_period_ns;
-  if (sys::raw_syscall6(SYS_ioctl, t.perf_fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<long>(&period)) == 0)
-    t.regular_period.store(false, std::memory_order_release);
+  if (signal_safe::set_period(t.perf_fd, hurried_period_ns)) t.regular_period.store(false, std::memory_order_release);
 }
 
 uint64_t set_sample_period(Runtime& rt, uint64_t period) {
@@ -329,9 +332,7 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period) {
   if (g_use_timers.load(std::memory_order_relaxed)) period = rt.config.sample_period_ns;
   if (rt.sample_period_ns.exchange(period, std::memory_order_relaxed) == period) return period;
   for_each_thread([&](ThreadState& t) {
-    if (t.timer_mode || t.perf_fd < 0) return;
-    uint64_t p = period;
-    sys::raw_syscall6(SYS_ioctl, t.perf_fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<long>(&p));
+    if (!t.timer_mode && t.perf_fd >= 0) signal_safe::set_period(t.perf_fd, period);
   });
   return period;
 }
