@@ -75,8 +75,7 @@ Section measure_accuracy(const Config& config) {
   std::filesystem::create_directories(scratch);
   int failures = 0, no_effect_rows = 0, no_effect_failures = 0;
   for (const BenchProgram& program : suite()) {
-    if (!config.only.empty() && std::find(config.only.begin(), config.only.end(), program.name) == config.only.end())
-      continue;
+    if (!included(config, program)) continue;
     const std::vector<std::string> args = program_args(program, config.run_s);
     std::vector<std::string> binaries = {program.name};
     for (const LineCase& c : program.lines) binaries.push_back(c.variant);

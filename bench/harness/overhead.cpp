@@ -8,11 +8,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "profile.h"
 #include "sections.h"
 
 namespace coz_bench {
@@ -32,24 +30,17 @@ struct ModeRuns {
 
 // The delay a run's experiments called for: each sample in the selected
 // line asks every other thread to pause speedup x one sample period (1 ms
-// in both profilers by default). Read from the `experiment` records, which
-// both profilers write alike. Whether a pause slows the program depends on
+// in both profilers by default). Read from the `experiment` records (with
+// the analysis's profile reader), which both profilers write alike. Whether a pause slows the program depends on
 // where it lands (a thread off the critical path absorbs it), so this is what
 // the experiments asked, not what they cost.
-double delay_asked_s(const std::string& profile) {
+double delay_asked_s(const std::string& path) {
   constexpr double kSamplePeriodS = 1e-3;
-  std::ifstream in(profile);
+  coz::analysis::Profile profile;
+  if (!coz::analysis::read_profile_file(path, profile)) return 0.0;
   double total = 0;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("experiment\t", 0) != 0) continue;
-    double speedup = 0, samples = 0;
-    std::istringstream fields(line);
-    for (std::string field; std::getline(fields, field, '\t');) {
-      if (field.rfind("speedup=", 0) == 0) speedup = std::atof(field.c_str() + 8);
-      if (field.rfind("selected-samples=", 0) == 0) samples = std::atof(field.c_str() + 17);
-    }
-    total += speedup * samples * kSamplePeriodS;
-  }
+  for (const coz::analysis::Experiment& e : profile.experiments)
+    total += e.speedup * double(e.selected_samples) * kSamplePeriodS;
   return total;
 }
 
@@ -101,8 +92,7 @@ Section measure_overhead(const Config& config) {
 
   int programs = 0, sampling_pass = 0, versus_pass = 0;
   for (const BenchProgram& program : suite()) {
-    if (!config.only.empty() && std::find(config.only.begin(), config.only.end(), program.name) == config.only.end())
-      continue;
+    if (!included(config, program)) continue;
     const std::vector<std::string> args = program_args(program, config.overhead_run_s);
     const std::string binary = config.programs + "/" + program.name;
     const std::string binary3 = config.programs + "/" + program.name + "_dwarf3";

@@ -37,6 +37,10 @@ const std::vector<BenchProgram>& suite() {
   return programs;
 }
 
+bool included(const Config& config, const BenchProgram& program) {
+  return config.only.empty() || std::find(config.only.begin(), config.only.end(), program.name) != config.only.end();
+}
+
 std::vector<std::string> program_args(const BenchProgram& program, double seconds) {
   const double units = std::round(double(program.nominal_units) * seconds / program.nominal_s);
   return {"-n", std::to_string(std::max<uint64_t>(1, uint64_t(units)))};

@@ -50,6 +50,9 @@ struct Config {
   std::vector<std::string> only;  // program names to run (empty: all)
 };
 
+/// Whether `--only` (if given) names the program.
+bool included(const Config& config, const BenchProgram& program);
+
 /// "-n UNITS" scaled to `seconds` of plain run time.
 std::vector<std::string> program_args(const BenchProgram& program, double seconds);
 
