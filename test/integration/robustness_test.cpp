@@ -141,6 +141,15 @@ long long number_after(const std::string& text, const std::string& key) {
   return std::atoll(text.c_str() + at + needle.size());
 }
 
+/// The number just before the first `suffix` in text ("12 lost" -> 12), -1 if none.
+long long number_before(const std::string& text, const std::string& suffix) {
+  size_t end = text.find(suffix);
+  if (end == std::string::npos) return -1;
+  size_t start = end;
+  while (start > 0 && std::isdigit(static_cast<unsigned char>(text[start - 1]))) --start;
+  return start == end ? -1 : std::atoll(text.substr(start, end - start).c_str());
+}
+
 // ---- a process that the test signals while it runs ----------------------------------
 
 /// Started like harness.cpp's run_process (own process group, default signal
@@ -685,6 +694,45 @@ TEST_F(RobustnessTest, TwentyThousandShortLivedThreads) {
   const std::optional<analysis::Profile> profile = read_profile(profile_path());
   ASSERT_TRUE(profile);
   EXPECT_GT(profile->experiments.size(), 0u);
+}
+
+// Short-lived threads are sampled in proportion to their CPU time: 1,200
+// threads of 2-3 ms, one sample per ms of the work's thread CPU time (the
+// program measures it), none lost, few outside the program.
+// - A thread's first period is random, so that its last partial period can
+//   be sampled too. When it could be as short as the kernel's 10 us, a few
+//   threads per run were flooded with a sample every ~30 us for milliseconds
+//   before their first signal arrived: 50-460 samples outside the scope
+//   (4-7 otherwise) and up to 3,150 lost.
+// - During experiments, threads sample every 0.5 ms and one sample in two is
+//   counted: always the second, each thread lost its last odd one (0.85 of
+//   the CPU time).
+// Both ways of sampling: a run that inserts no delays, and a full run.
+TEST_F(RobustnessTest, ShortThreadsAreSampledInProportionToTheirCpuTime) {
+  const std::vector<std::string> program = {SCALE_EXE, "--rounds", "600"};
+  const std::string line = marked_line("robust/scale.cpp", "scale_work");
+  for (const std::vector<std::string>& options : {std::vector<std::string>{"--fixed-speedup", "0"},
+                                                  std::vector<std::string>{}}) {
+    std::filesystem::remove(profile_path());
+    std::vector<std::string> verbose = options;
+    verbose.push_back("-v");  // prints "coz: N samples, M outside the scope, L lost; ..."
+    const ProcessResult result = run(verbose, program, std::chrono::seconds(120));
+    expect_exit(result, 0);
+    const long long taken = number_before(result.err, " samples,");
+    EXPECT_GT(taken, 0) << result.err;
+    EXPECT_LE(number_before(result.err, " outside the scope"), taken / 100) << result.err;
+    EXPECT_EQ(number_before(result.err, " lost;"), 0) << result.err;
+    const std::optional<analysis::Profile> profile = read_profile(profile_path());
+    ASSERT_TRUE(profile);
+    const double cpu_ms = static_cast<double>(number_after(result.out, "work_cpu_us")) / 1000.0;
+    const double samples = static_cast<double>(samples_on_line(*profile, line));
+    std::cerr << "[ samples  ] " << (options.empty() ? "full run" : "no delays") << ": " << samples << " on "
+              << line << " for " << cpu_ms << " ms of work\n";
+    ASSERT_GT(cpu_ms, 1000.0) << result.out;
+    // Sampling noise is ~2% here; each thread's first 50 us are never sampled (-2%).
+    EXPECT_GT(samples / cpu_ms, 0.90) << result.out;
+    EXPECT_LT(samples / cpu_ms, 1.05) << result.out;
+  }
 }
 
 // ======================================================================================

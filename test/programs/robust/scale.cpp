@@ -5,13 +5,18 @@
 //               with a progress point; then all are released and joined
 //   --churn N   N short-lived threads over the run, 4 at a time, each ~25 us
 //               of work and one progress point
+//   --rounds N  N rounds of two threads working ~3 and ~2 ms (fork-join);
+//               work_cpu_us is the thread CPU time spent in scale_work
 //
 // Prints "scale created=N create_failures=F open_failures=O fds_start=A
-// fds_peak=B fds_end=C rss_start_kb=R rss_peak_kb=P rss_end_kb=E".
+// fds_peak=B fds_end=C rss_start_kb=R rss_peak_kb=P rss_end_kb=E
+// work_cpu_us=W".
 #include <coz.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -47,11 +52,28 @@ void* short_thread(void*) {
   return nullptr;
 }
 
-bool create(pthread_t& thread, void* (*fn)(void*)) {
+std::atomic<uint64_t> g_work_cpu_ns{0};
+
+uint64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+/// Works `arg` ms and adds the thread CPU time it took to g_work_cpu_ns.
+void* timed_thread(void* arg) {
+  const uint64_t start = thread_cpu_ns();
+  const uint64_t x = scale_work(g_seed, robust::kStepsPerMs * reinterpret_cast<uintptr_t>(arg));
+  g_work_cpu_ns.fetch_add(thread_cpu_ns() - start, std::memory_order_relaxed);
+  g_seed = x;
+  return nullptr;
+}
+
+bool create(pthread_t& thread, void* (*fn)(void*), void* arg = nullptr) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 64 * 1024);
-  const bool ok = pthread_create(&thread, &attr, fn, nullptr) == 0;
+  const bool ok = pthread_create(&thread, &attr, fn, arg) == 0;
   pthread_attr_destroy(&attr);
   return ok;
 }
@@ -59,7 +81,7 @@ bool create(pthread_t& thread, void* (*fn)(void*)) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const robust::Options options(argc, argv, {"--live=", "--churn="});
+  const robust::Options options(argc, argv, {"--live=", "--churn=", "--rounds="});
   const int fds_start = robust::fd_count();
   const long rss_start = robust::status_kb("VmRSS");
   int fds_peak = fds_start;
@@ -119,10 +141,28 @@ int main(int argc, char** argv) {
       }
     }
   }
+  if (options.has("--rounds")) {
+    const uint64_t n = options.number("--rounds", 600);
+    for (uint64_t r = 0; r < n; ++r) {
+      pthread_t pair[2];
+      int started = 0;
+      for (uintptr_t ms : {3, 2}) {
+        if (create(pair[started], timed_thread, reinterpret_cast<void*>(ms))) {
+          ++started;
+          ++created;
+        } else {
+          ++create_failures;
+        }
+      }
+      for (int i = 0; i < started; ++i) pthread_join(pair[i], nullptr);
+      COZ_PROGRESS_NAMED("round");
+    }
+  }
   std::printf("scale created=%lu create_failures=%lu open_failures=%lu fds_start=%d fds_peak=%d fds_end=%d "
-              "rss_start_kb=%ld rss_peak_kb=%ld rss_end_kb=%ld\n",
+              "rss_start_kb=%ld rss_peak_kb=%ld rss_end_kb=%ld work_cpu_us=%lu\n",
               static_cast<unsigned long>(created), static_cast<unsigned long>(create_failures),
               static_cast<unsigned long>(open_failures), fds_start, fds_peak, robust::fd_count(), rss_start,
-              robust::status_kb("VmHWM"), robust::status_kb("VmRSS"));
+              robust::status_kb("VmHWM"), robust::status_kb("VmRSS"),
+              static_cast<unsigned long>(g_work_cpu_ns.load() / 1000));
   return create_failures == 0 && open_failures == 0 ? 0 : 1;
 }
