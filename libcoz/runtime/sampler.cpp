@@ -33,6 +33,9 @@ bool set_period(int perf_fd, uint64_t period) {
   return sys::raw_syscall6(SYS_ioctl, perf_fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<long>(&period)) == 0;
 }
 
+/// Enables a perf_event (again). Signal-safe, as set_period.
+void enable(int perf_fd) { sys::raw_syscall6(SYS_ioctl, perf_fd, PERF_EVENT_IOC_ENABLE, 0); }
+
 /// The in-scope frames of a sample, innermost first: the sampled IP, then
 /// each return address - 1 (the call instruction, on the caller's line).
 /// frames[0] is the line the sample is attributed to; all of them make its
@@ -147,6 +150,10 @@ void on_sample_signal(int, siginfo_t*, void* context) {
       // The last period was a random phase (see start_sampling) or hurried
       // (hurry_next_sample); from now on the period in force.
       set_period(t->perf_fd, rt->sample_period_ns.load(std::memory_order_relaxed));
+      if (t->restart_after_first_sample) {
+        t->restart_after_first_sample = false;
+        enable(t->perf_fd);
+      }
       t->regular_period.store(true, std::memory_order_release);
     }
     rt->ledger.pay_from_signal(t->ledger);
@@ -195,19 +202,19 @@ void record_stack_bounds(ThreadState& t) {
 /// Each thread's CPU clock starts at zero, so a fixed first period would never
 /// sample the last partial period of a short-lived thread: with thread churn,
 /// every thread's final fraction of a period would go unseen. A random first
-/// period makes every instant equally likely to be sampled, except the
-/// thread's first `floor` ns: the first period is floor + (1..period) ns.
-/// From 1 ns (the kernel makes that 10 us), a thread was sometimes flooded:
-/// its first signal, which sets the regular period, came only after
-/// milliseconds, with a sample every ~30 us meanwhile (fork_join: threads
-/// with 100+ samples in 3 ms, hundreds lost per run, and counts ~7% above
-/// the CPU time). Never seen from 20 us; 50 us keeps a margin, and skips
-/// only 5% of a sample per thread, from its start.
+/// period (1..period ns) makes every instant equally likely to be sampled.
 uint64_t first_period(const ThreadState& t, uint64_t period) {
   uint64_t phase = (static_cast<uint64_t>(t.tid) * 0x9E3779B97F4A7C15ull) ^ sys::monotonic_ns();
-  uint64_t floor = std::min<uint64_t>(50'000, period / 2);
-  return floor + 1 + phase % period;
+  return 1 + phase % period;
 }
+
+/// A first period shorter than this stops the sampler after its first sample
+/// (start_sampling). From 1 ns (the kernel makes that 10 us), a thread was
+/// sometimes flooded: its first signal, which sets the regular period, came
+/// only after milliseconds, with a sample every ~30 us meanwhile (fork_join:
+/// threads with 100+ samples in 3 ms, up to 3,150 samples lost per run, and
+/// hundreds outside the scope). Never seen from 20 us.
+constexpr uint64_t flood_prone_period_ns = 50'000;
 
 bool start_timer_sampling(ThreadState& t, const Config& config) {
   record_stack_bounds(t);
@@ -293,6 +300,7 @@ bool start_sampling(ThreadState& t, const Config& config) {
   }
   t.perf_fd = place_high(static_cast<int>(fd));
   t.regular_period.store(false, std::memory_order_relaxed);
+  t.restart_after_first_sample = attr.sample_period < flood_prone_period_ns;
   // At a shortened period, one sample in `rate` is counted (counted_in_profile):
   // which one must be random too, or every thread would lose its last
   // rate - 1 samples on average (-10% for threads of 2-3 ms).
@@ -309,7 +317,12 @@ bool start_sampling(ThreadState& t, const Config& config) {
     stop_sampling(t);
     return false;
   }
-  ioctl(t.perf_fd, PERF_EVENT_IOC_ENABLE, 0);
+  // A short first period: enabled for one sample only (the kernel stops the
+  // sampler at once, and the signal handler restarts it with the regular
+  // period), so a late signal cannot flood the thread. Not for every thread:
+  // the restart costs a system call, and the thread's CPU time until the
+  // handler runs (~50 us here) goes unsampled.
+  ioctl(t.perf_fd, t.restart_after_first_sample ? PERF_EVENT_IOC_REFRESH : PERF_EVENT_IOC_ENABLE, 1);
   return true;
 }
 

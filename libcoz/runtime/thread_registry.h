@@ -25,6 +25,9 @@ struct ThreadState {
   // False until the first sample (which comes after a random phase), and
   // after hurry_next_sample: the signal handler then sets the regular period.
   std::atomic<bool> regular_period{false};
+  // The sampler stops after its first sample (a short random phase, see
+  // start_sampling); the signal handler restarts it.
+  bool restart_after_first_sample = false;
   // Samples taken at a period shorter than the configured one (see
   // record_sample); only the signal handler touches it.
   uint32_t short_period_samples = 0;
