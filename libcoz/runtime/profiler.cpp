@@ -19,18 +19,23 @@ constexpr const char* end_to_end_point = "end-to-end";
 template <typename Done>
 bool Profiler::wait_unless_stopping(uint64_t ns, uint64_t step_ns, bool poll_points, Done done) {
   uint64_t deadline = sys::monotonic_ns() + ns;
+  step_ns = quiet_step(step_ns);
   for (;;) {
     if (stopping_.load(std::memory_order_acquire) || program_gone()) return false;
     if (done()) return true;
     uint64_t now = sys::monotonic_ns();
     if (now >= deadline) return true;
     if (poll_points) poll_in_flight();
+    drain_quiet_rings(rt_);
     unmap_retired_rings();
     sys::sleep_ns(std::min(deadline - now, step_ns));
   }
 }
 
-Profiler::Profiler(Runtime& rt) : rt_(rt), scheduler_(rt.config, sys::monotonic_ns() ^ static_cast<uint64_t>(sys::getpid())) {}
+Profiler::Profiler(Runtime& rt)
+    : rt_(rt),
+      scheduler_(rt.config, sys::monotonic_ns() ^ static_cast<uint64_t>(sys::getpid())),
+      quiet_drain_ns_(quiet_drain_interval_ns(rt.config)) {}
 
 bool Profiler::start() {
   // The thread must not take the program's signals, nor our sample signal.
@@ -86,17 +91,20 @@ void Profiler::run() {
     if (!line) return;  // stopping
     double speedup = scheduler_.choose_speedup();
     uint64_t length = c.end_to_end ? UINT64_MAX : scheduler_.choose_length(visit_rates());
+    drain_quiet_rings(rt_);  // samples taken before the experiment are not the experiment's
     {
       FutexGuard guard(lock_);
       if (stopping_.load(std::memory_order_acquire)) return;
       begin(line, speedup);
     }
     if (c.end_to_end) {  // runs until shutdown(), or until every program thread is gone
-      while (!stopping_.load(std::memory_order_acquire) && !program_gone()) sys::sleep_ns(c.idle_wake_ns);
+      while (sleep_unless_stopping(c.idle_wake_ns, false)) {
+      }
       return;
     }
     if (!sleep_unless_stopping(length, true)) return;  // shutdown() ends it
 
+    drain_quiet_rings(rt_);  // the experiment's last samples
     {
       FutexGuard guard(lock_);
       if (stopping_.load(std::memory_order_acquire)) return;
@@ -119,10 +127,15 @@ void Profiler::run() {
   }
 }
 
+uint64_t Profiler::quiet_step(uint64_t step_ns) const {
+  return rt_.quiet_sampling ? std::min(step_ns, quiet_drain_ns_) : step_ns;
+}
+
 SourceLine* Profiler::wait_for_fixed_line() {
   while (!stopping_.load(std::memory_order_acquire) && !program_gone()) {
     if (SourceLine* line = rt_.fixed_line.load(std::memory_order_acquire)) return line;
-    sys::sleep_ns(rt_.config.poll_interval_ns);  // its library is not loaded yet
+    drain_quiet_rings(rt_);
+    sys::sleep_ns(quiet_step(rt_.config.poll_interval_ns));  // its library is not loaded yet
   }
   return nullptr;
 }
@@ -130,9 +143,10 @@ SourceLine* Profiler::wait_for_fixed_line() {
 SourceLine* Profiler::wait_for_line() {
   rt_.experiment.candidate.store(nullptr, std::memory_order_relaxed);
   while (!stopping_.load(std::memory_order_acquire) && !program_gone()) {
+    drain_quiet_rings(rt_);
     if (SourceLine* line = rt_.experiment.candidate.exchange(nullptr, std::memory_order_relaxed)) return line;
     unmap_retired_rings();
-    sys::sleep_ns(rt_.config.poll_interval_ns);
+    sys::sleep_ns(quiet_step(rt_.config.poll_interval_ns));
   }
   return nullptr;
 }
@@ -308,6 +322,7 @@ void Profiler::shutdown() {
   {
     FutexGuard guard(lock_);
     if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
+    drain_quiet_rings(rt_);
     bool long_enough = running_.active && (rt_.config.end_to_end ||
                                            sys::monotonic_ns() - running_.start_ns >= rt_.config.experiment_min_ns);
     if (running_.active && !long_enough) {

@@ -56,6 +56,8 @@ class Profiler {
   /// counts if `poll_points`), or until `done()` holds; false if shutdown began.
   template <typename Done>
   bool wait_unless_stopping(uint64_t ns, uint64_t step_ns, bool poll_points, Done done);
+  /// A sleep step, shortened in a quiet run so that no thread's ring fills.
+  uint64_t quiet_step(uint64_t step_ns) const;
   /// Sleeps up to `ns` in poll-interval steps; false if shutdown began.
   bool sleep_unless_stopping(uint64_t ns, bool poll_points);
 
@@ -64,6 +66,7 @@ class Profiler {
   FutexLock lock_;  // guards running_ against shutdown() from the exiting thread
   Running running_;
   std::atomic<bool> stopping_{false};
+  uint64_t quiet_drain_ns_;  // longest sleep in a quiet run (drain_quiet_rings)
 };
 
 }  // namespace coz

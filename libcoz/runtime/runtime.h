@@ -52,6 +52,10 @@ struct Runtime {
   std::atomic<uint64_t> sample_period_ns{0};
   uint64_t start_ns = 0;  // CLOCK_MONOTONIC at start-up
   bool sampling_enabled = true;
+  /// No experiment of this run can insert delays (--fixed-speedup 0), so no
+  /// sample needs handling at once: perf_event threads take no signal per
+  /// sample, and the profiler thread drains their rings (drain_quiet_rings).
+  bool quiet_sampling = false;
 };
 
 /// The runtime, once it is ready to take samples; nullptr before that, or if

@@ -36,6 +36,9 @@ bool set_period(int perf_fd, uint64_t period) {
 /// Enables a perf_event (again). Signal-safe, as set_period.
 void enable(int perf_fd) { sys::raw_syscall6(SYS_ioctl, perf_fd, PERF_EVENT_IOC_ENABLE, 0); }
 
+/// Stops the perf_event from signalling its thread on each sample (O_ASYNC off).
+void stop_signals(int perf_fd) { sys::raw_syscall6(SYS_fcntl, perf_fd, F_SETFL, 0, 0, 0, 0); }
+
 /// The in-scope frames of a sample, innermost first: the sampled IP, then
 /// each return address - 1 (the call instruction, on the caller's line).
 /// frames[0] is the line the sample is attributed to; all of them make its
@@ -69,14 +72,17 @@ bool counted_in_profile(const Runtime& rt, ThreadState& t) {
   return ++t.short_period_samples % rate == 0;
 }
 
-void record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64_t* chain, uint64_t depth) {
+/// Counts a sample of thread `t` and credits its delay if it is in the
+/// selected line; returns the line it is attributed to (nullptr: no frame in
+/// scope).
+SourceLine* record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64_t* chain, uint64_t depth) {
   bool counted = counted_in_profile(rt, t);
   if (counted) rt.stats.samples.fetch_add(1, std::memory_order_relaxed);
   SourceLine* frames[StackTable::max_frames];
   size_t depth_in_scope = in_scope_frames(rt, ip, chain, depth, frames);
   if (depth_in_scope == 0) {
     if (counted) rt.stats.unattributed.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return nullptr;
   }
   SourceLine* line = frames[0];
   if (counted) {
@@ -89,22 +95,64 @@ void record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64_t* cha
     // Every sample credits its delay (the ledger's delay per sample matches the period in force).
     if (counted) rt.experiment.selected_samples.fetch_add(1, std::memory_order_relaxed);
     if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
-  } else if (selected == nullptr) {
-    // Between experiments, the first sample proposes the next line: lines
-    // are thereby chosen in proportion to their samples.
-    SourceLine* expected = nullptr;
-    rt.experiment.candidate.compare_exchange_strong(expected, line, std::memory_order_relaxed);
   }
+  return line;
 }
 
-void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h) {
+/// Between experiments, the first sample handled proposes the next line to
+/// select: lines are thereby chosen in proportion to their samples.
+void propose_line(Runtime& rt, SourceLine* line) {
+  if (!line || rt.experiment.selected.load(std::memory_order_acquire) != nullptr) return;
+  SourceLine* expected = nullptr;
+  rt.experiment.candidate.compare_exchange_strong(expected, line, std::memory_order_relaxed);
+}
+
+SourceLine* handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h) {
   // Layout for sample_type = IP | CALLCHAIN: u64 ip; u64 nr; u64 ips[nr].
   const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);
   size_t words = (h.size - sizeof h) / sizeof(uint64_t);
-  if (words < 2) return;
+  if (words < 2) return nullptr;
   uint64_t depth = body[1];
   if (depth > words - 2) depth = words - 2;
-  record_sample(rt, t, body[0], body + 2, depth);
+  return record_sample(rt, t, body[0], body + 2, depth);
+}
+
+/// Consumes thread `t`'s ring, calling on_sample(line) for each sample
+/// (line: as record_sample returns). False, touching nothing, when another
+/// consumer holds the ring: its records are left to that one.
+template <typename OnSample>
+bool drain_ring(Runtime& rt, ThreadState& t, OnSample&& on_sample) {
+  if (t.draining.exchange(true, std::memory_order_acquire)) return false;
+  t.ring.drain(
+      [&](const perf_event_header& h) {
+        if (h.type == PERF_RECORD_SAMPLE) {
+          on_sample(handle_perf_sample(rt, t, h));
+        } else if (h.type == PERF_RECORD_LOST) {
+          const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);  // u64 id; u64 lost
+          rt.stats.lost.fetch_add(body[1], std::memory_order_relaxed);
+        }
+      },
+      t.scratch, sizeof t.scratch);
+  t.draining.store(false, std::memory_order_release);
+  return true;
+}
+
+/// After the thread's first sample (which came after a random phase, see
+/// first_period) or a hurried one (hurry_next_sample), its sampler takes the
+/// period in force, and restarts if it stopped after that sample. In a quiet
+/// run, that first sample is also the last one the thread is signalled for.
+/// Only from the thread's signal handler: the kernel stops a sampler after
+/// its one sample on the way back to the thread, so the handler always comes
+/// after that (another thread could restart it too early).
+void settle_period(Runtime& rt, ThreadState& t) {
+  if (t.regular_period.load(std::memory_order_acquire) || t.perf_fd < 0) return;
+  set_period(t.perf_fd, rt.sample_period_ns.load(std::memory_order_relaxed));
+  if (t.restart_after_first_sample) {
+    t.restart_after_first_sample = false;
+    enable(t.perf_fd);
+  }
+  t.regular_period.store(true, std::memory_order_release);
+  if (rt.quiet_sampling) stop_signals(t.perf_fd);
 }
 
 /// Timer fallback: the IP from the interrupted context, then return
@@ -126,8 +174,9 @@ void handle_timer_sample(Runtime& rt, ThreadState& t, void* context) {
     if (next <= fp) break;
     fp = next;
   }
-  record_sample(rt, t, ip, chain, depth);
+  propose_line(rt, record_sample(rt, t, ip, chain, depth));
 }
+
 void on_sample_signal(int, siginfo_t*, void* context) {
   int saved_errno = errno;
   Runtime* rt = runtime();
@@ -136,26 +185,8 @@ void on_sample_signal(int, siginfo_t*, void* context) {
     handle_timer_sample(*rt, *t, context);
     rt->ledger.pay_from_signal(t->ledger);
   } else if (rt && t) {
-    t->ring.drain(
-        [&](const perf_event_header& h) {
-          if (h.type == PERF_RECORD_SAMPLE) {
-            handle_perf_sample(*rt, *t, h);
-          } else if (h.type == PERF_RECORD_LOST) {
-            const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);  // u64 id; u64 lost
-            rt->stats.lost.fetch_add(body[1], std::memory_order_relaxed);
-          }
-        },
-        t->scratch, sizeof t->scratch);
-    if (!t->regular_period.load(std::memory_order_acquire) && t->perf_fd >= 0) {
-      // The last period was a random phase (see start_sampling) or hurried
-      // (hurry_next_sample); from now on the period in force.
-      set_period(t->perf_fd, rt->sample_period_ns.load(std::memory_order_relaxed));
-      if (t->restart_after_first_sample) {
-        t->restart_after_first_sample = false;
-        enable(t->perf_fd);
-      }
-      t->regular_period.store(true, std::memory_order_release);
-    }
+    drain_ring(*rt, *t, [&](SourceLine* line) { propose_line(*rt, line); });
+    settle_period(*rt, *t);
     rt->ledger.pay_from_signal(t->ledger);
   }
   errno = saved_errno;
@@ -281,7 +312,11 @@ bool start_sampling(ThreadState& t, const Config& config) {
   attr.exclude_kernel = 1;  // also keeps samples (and signals) to user mode, so no syscall sees EINTR
   attr.exclude_hv = 1;
   attr.exclude_callchain_kernel = 1;
-  attr.wakeup_events = 1;  // signal on every sample: delays are paid within one period
+  // A signal on every sample (O_ASYNC signals each one, whatever the wakeup
+  // settings): delays are paid within one period. In a quiet run, only the
+  // first sample signals (settle_period), and the ring wakes no one until
+  // it is half full, which the profiler thread's drains never let happen.
+  attr.wakeup_events = rt && rt->quiet_sampling ? 0 : 1;
   attr.sample_max_stack = static_cast<uint16_t>(config.max_callchain);
 
   long fd = perf_event_open(&attr);
@@ -334,6 +369,12 @@ void stop_sampling(ThreadState& t) {
   }
   if (t.perf_fd < 0) return;
   ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+  Runtime* rt = runtime();
+  if (rt && rt->quiet_sampling) {
+    // Its last samples, since the profiler thread's last drain. The thread
+    // has left the thread list, so the profiler thread cannot be draining it.
+    signal_safe::drain_ring(*rt, t, [&](SourceLine* line) { signal_safe::propose_line(*rt, line); });
+  }
   PerfRing::Mapping m = t.ring.release();
   if (m.address) {
     FutexGuard guard(g_retired_lock);
@@ -360,6 +401,34 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period) {
     if (!t.timer_mode && t.perf_fd >= 0) signal_safe::set_period(t.perf_fd, period);
   });
   return period;
+}
+
+void drain_quiet_rings(Runtime& rt) {
+  if (!rt.quiet_sampling) return;
+  // The line proposed for the next experiment is one of this pass's samples,
+  // each equally likely (reservoir sampling): the first one drained would
+  // always come from the first thread in the list.
+  uint64_t seen = 0;
+  uint64_t random = sys::monotonic_ns() | 1;
+  SourceLine* pick = nullptr;
+  for_each_thread([&](ThreadState& t) {
+    if (t.timer_mode || t.perf_fd < 0) return;
+    signal_safe::drain_ring(rt, t, [&](SourceLine* line) {
+      if (!line) return;
+      random ^= random << 13, random ^= random >> 7, random ^= random << 17;  // xorshift64
+      if (random % ++seen == 0) pick = line;
+    });
+  });
+  signal_safe::propose_line(rt, pick);
+}
+
+uint64_t quiet_drain_interval_ns(const Config& config) {
+  // The longest record: header, IP, callchain length, the callchain with its
+  // PERF_CONTEXT_USER marker.
+  uint64_t longest_record = sizeof(perf_event_header) + sizeof(uint64_t) * (3 + config.max_callchain);
+  uint64_t ring_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) * config.ring_data_pages;
+  uint64_t samples_that_fit = std::max<uint64_t>(2, ring_bytes / longest_record);
+  return config.sample_period_ns * (samples_that_fit / 2);
 }
 
 void unmap_retired_rings() {

@@ -1,6 +1,8 @@
 // Sampling: a perf_event task-clock counter per thread that samples the IP
 // and user callchain into a ring buffer and signals the thread on each
 // sample; the signal handler attributes samples to lines and pays delays.
+// A run that can insert no delays needs no signals: its threads are
+// signalled once, and the profiler thread drains their rings.
 #pragma once
 
 #include <csignal>
@@ -38,6 +40,16 @@ void hurry_next_sample(ThreadState& thread);
 /// ns of its CPU time; returns the period now in force (in timer mode, always
 /// the configured one). From the profiler thread, between experiments.
 uint64_t set_sample_period(Runtime& rt, uint64_t period);
+
+/// In a quiet run (Runtime::quiet_sampling), consumes every thread's ring:
+/// counts its samples and proposes the next line to select. Threads take no
+/// signal per sample then; the profiler thread calls this often enough that
+/// no ring fills (quiet_drain_interval_ns). No-op otherwise.
+void drain_quiet_rings(Runtime& rt);
+
+/// How often a quiet run's rings must be drained: half the time one fills
+/// at the configured period with the longest records.
+uint64_t quiet_drain_interval_ns(const Config& config);
 
 /// Unmaps the ring buffers of threads that have exited. The profiler thread
 /// calls this: an munmap in a multithreaded process waits for TLB shootdowns

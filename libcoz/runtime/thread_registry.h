@@ -39,6 +39,9 @@ struct ThreadState {
   uintptr_t stack_low = 0, stack_high = 0;
   int breakpoint_fd[max_breakpoints] = {-1, -1, -1, -1};  // --progress/--latency counters
   PerfRing ring;
+  // The ring's one consumer at a time: the thread's sample handler, or, in a
+  // quiet run, the profiler thread (drain_quiet_rings). Guards scratch too.
+  std::atomic<bool> draining{false};
   alignas(8) unsigned char scratch[1024];  // a sample record that wraps the ring end is copied here
 };
 

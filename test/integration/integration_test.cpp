@@ -136,6 +136,40 @@ TEST_F(IntegrationTest, TwoThreadsExitStatusAndStdoutPassThrough) {
   EXPECT_NE(plain.out.find("two_threads rounds=50 checksum="), std::string::npos) << plain.out;
 }
 
+// A run that inserts no delays (--fixed-speedup 0) takes no signal per sample:
+// the profiler thread drains the threads' rings. It must still choose lines
+// in proportion to their samples (one of the samples it drained, at random:
+// the first one drained would always come from the same thread), count
+// every sample, and see each experiment's samples in the selected line.
+// long_work has twice short_work's CPU time: 2/3 of the experiments.
+TEST_F(IntegrationTest, SamplingAloneChoosesLinesInProportionToSamples) {
+  const std::string long_line = marked_line("two_threads.cpp", "long_work");
+  const std::string short_line = marked_line("two_threads.cpp", "short_work");
+  const ProcessResult process = coz_run(profile_path(), {"--fixed-speedup", "0"},
+                                        {TWO_THREADS_EXE, "-n", std::to_string(scaled(600))}, scratch_);
+  ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile) << "no profile written";
+  const double long_samples = static_cast<double>(samples_on_line(*profile, long_line));
+  const double short_samples = static_cast<double>(samples_on_line(*profile, short_line));
+  EXPECT_NEAR(long_samples / (long_samples + short_samples), 2.0 / 3.0, 0.05) << describe_experiments(*profile);
+  size_t on_long = 0, on_short = 0;
+  for (const analysis::Experiment& e : profile->experiments) {
+    EXPECT_EQ(e.speedup, 0.0);
+    if (location_matches(e.selected, long_line)) {
+      ++on_long;
+      EXPECT_GT(e.selected_samples, 0u) << e.selected;
+    }
+    if (location_matches(e.selected, short_line)) ++on_short;
+  }
+  ASSERT_GE(on_long + on_short, 20u) << describe_experiments(*profile);
+  // Binomial noise with 20-40 experiments: +-0.1 is about 1 sigma at 20, 2 at 40.
+  const double long_share = static_cast<double>(on_long) / static_cast<double>(on_long + on_short);
+  EXPECT_GT(long_share, 0.4) << describe_experiments(*profile);
+  EXPECT_LT(long_share, 0.9) << describe_experiments(*profile);
+  EXPECT_GT(on_short, 0u) << describe_experiments(*profile);
+}
+
 // --end-to-end: one experiment for the whole run, whose only meaningful
 // progress is the run itself: the point "end-to-end" visited once.
 TEST_F(IntegrationTest, EndToEndWritesOneExperiment) {
