@@ -190,9 +190,10 @@ Section measure_overhead(const Config& config) {
                   "mode once, order rotated. Programs scaled to ~{:.1f} s plain.",
                   config.overhead_rounds, config.overhead_run_s),
       "ours: the `coz` under test; sampling only = `--fixed-speedup 0` (every experiment a 0% baseline, no delays, "
-      "one sample per ms of thread CPU time); full = plain `coz run` (random lines and speedups; its experiments "
-      "sample every 0.5 ms so that each pause is shorter, so the sampling part of a full run costs about twice the "
-      "sampling-only figure).",
+      "one sample per ms of thread CPU time; since nothing can be owed, threads take no signal per sample and the "
+      "profiler thread collects the samples); full = plain `coz run` (random lines and speedups; its experiments "
+      "sample every 0.5 ms so that each pause is shorter, and signal every sample so that delays are paid at "
+      "once, so the sampling part of a full run costs more than twice the sampling-only figure).",
       "coz-profiler: Debian's /usr/bin/coz (0.2.2) on the `_dwarf3` copy of the same program (-gdwarf-3: it cannot "
       "read DWARF 5); its ratios are to a plain run of that copy. `exp.` = experiments written to the profile.",
       "Full-experiment overhead includes the inserted delays, which is the cost a user pays per run.",
