@@ -21,6 +21,18 @@ double ExperimentScheduler::choose_speedup() {
   return step(rng_) / static_cast<double>(speedup_steps);
 }
 
+size_t ExperimentScheduler::choose_line(const std::vector<uint64_t>& samples_per_line) {
+  uint64_t total = 0;
+  for (uint64_t n : samples_per_line) total += n;
+  if (total == 0) return no_line;
+  uint64_t pick = std::uniform_int_distribution<uint64_t>(0, total - 1)(rng_);
+  for (size_t i = 0; i < samples_per_line.size(); ++i) {
+    if (pick < samples_per_line[i]) return i;
+    pick -= samples_per_line[i];
+  }
+  return no_line;  // not reached
+}
+
 uint64_t ExperimentScheduler::choose_length(const std::vector<VisitRate>& rates) const {
   double needed_ns = static_cast<double>(config_.experiment_min_ns);
   for (const auto& r : rates) {

@@ -50,6 +50,12 @@ class ExperimentScheduler {
   /// still accumulate across experiments in the analysis).
   uint64_t choose_length(const std::vector<VisitRate>& rates) const;
 
+  /// Which line to select next, given each line's samples in a window:
+  /// every sample equally likely, so a line is chosen in proportion to its
+  /// samples. no_line when the window holds none.
+  static constexpr size_t no_line = static_cast<size_t>(-1);
+  size_t choose_line(const std::vector<uint64_t>& samples_per_line);
+
   /// Delay inserted per selected sample at this speedup, for samples taken
   /// every `period_ns` of thread CPU time.
   static uint64_t delay_per_sample(double speedup, uint64_t period_ns);

@@ -38,6 +38,10 @@ class Profiler {
   void take_realtime_priority();
   void run();
   SourceLine* wait_for_line();
+  /// Starts the window of samples the next line is chosen from (choose_line).
+  void start_line_choice();
+  /// A line chosen in proportion to its samples since start_line_choice; nullptr if none yet.
+  SourceLine* choose_line();
   SourceLine* wait_for_fixed_line();
   bool program_gone() const;
   void begin(SourceLine* line, double speedup);
@@ -67,6 +71,7 @@ class Profiler {
   Running running_;
   std::atomic<bool> stopping_{false};
   uint64_t quiet_drain_ns_;  // longest sleep in a quiet run (drain_quiet_rings)
+  std::vector<uint64_t> choice_base_;  // each line's samples when the choice window started (by index)
 };
 
 }  // namespace coz

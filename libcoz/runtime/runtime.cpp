@@ -142,7 +142,6 @@ void on_fork_child() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
   rt->experiment.selected.store(nullptr, std::memory_order_relaxed);
-  rt->experiment.candidate.store(nullptr, std::memory_order_relaxed);
   rt->ledger.end_experiment();
   rt->sample_period_ns.store(rt->config.sample_period_ns, std::memory_order_relaxed);
   rt->points.reset_lock_after_fork();  // the parent's profiler thread may have held it

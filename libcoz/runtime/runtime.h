@@ -22,7 +22,6 @@ namespace coz {
 struct ExperimentState {
   std::atomic<SourceLine*> selected{nullptr};      // null between experiments
   std::atomic<uint64_t> selected_samples{0};
-  std::atomic<SourceLine*> candidate{nullptr};     // line of a recent sample: the next one to select
 };
 
 struct SamplingStats {

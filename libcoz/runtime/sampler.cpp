@@ -72,17 +72,15 @@ bool counted_in_profile(const Runtime& rt, ThreadState& t) {
   return ++t.short_period_samples % rate == 0;
 }
 
-/// Counts a sample of thread `t` and credits its delay if it is in the
-/// selected line; returns the line it is attributed to (nullptr: no frame in
-/// scope).
-SourceLine* record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64_t* chain, uint64_t depth) {
+/// Counts a sample of thread `t`, and credits its delay if it is in the selected line.
+void record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64_t* chain, uint64_t depth) {
   bool counted = counted_in_profile(rt, t);
   if (counted) rt.stats.samples.fetch_add(1, std::memory_order_relaxed);
   SourceLine* frames[StackTable::max_frames];
   size_t depth_in_scope = in_scope_frames(rt, ip, chain, depth, frames);
   if (depth_in_scope == 0) {
     if (counted) rt.stats.unattributed.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
+    return;
   }
   SourceLine* line = frames[0];
   if (counted) {
@@ -96,37 +94,26 @@ SourceLine* record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64
     if (counted) rt.experiment.selected_samples.fetch_add(1, std::memory_order_relaxed);
     if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
   }
-  return line;
 }
 
-/// Between experiments, the first sample handled proposes the next line to
-/// select: lines are thereby chosen in proportion to their samples.
-void propose_line(Runtime& rt, SourceLine* line) {
-  if (!line || rt.experiment.selected.load(std::memory_order_acquire) != nullptr) return;
-  SourceLine* expected = nullptr;
-  rt.experiment.candidate.compare_exchange_strong(expected, line, std::memory_order_relaxed);
-}
-
-SourceLine* handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h) {
+void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h) {
   // Layout for sample_type = IP | CALLCHAIN: u64 ip; u64 nr; u64 ips[nr].
   const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);
   size_t words = (h.size - sizeof h) / sizeof(uint64_t);
-  if (words < 2) return nullptr;
+  if (words < 2) return;
   uint64_t depth = body[1];
   if (depth > words - 2) depth = words - 2;
-  return record_sample(rt, t, body[0], body + 2, depth);
+  record_sample(rt, t, body[0], body + 2, depth);
 }
 
-/// Consumes thread `t`'s ring, calling on_sample(line) for each sample
-/// (line: as record_sample returns). False, touching nothing, when another
-/// consumer holds the ring: its records are left to that one.
-template <typename OnSample>
-bool drain_ring(Runtime& rt, ThreadState& t, OnSample&& on_sample) {
-  if (t.draining.exchange(true, std::memory_order_acquire)) return false;
+/// Consumes thread `t`'s ring. Does nothing when another consumer holds it:
+/// its records are left to that one.
+void drain_ring(Runtime& rt, ThreadState& t) {
+  if (t.draining.exchange(true, std::memory_order_acquire)) return;
   t.ring.drain(
       [&](const perf_event_header& h) {
         if (h.type == PERF_RECORD_SAMPLE) {
-          on_sample(handle_perf_sample(rt, t, h));
+          handle_perf_sample(rt, t, h);
         } else if (h.type == PERF_RECORD_LOST) {
           const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);  // u64 id; u64 lost
           rt.stats.lost.fetch_add(body[1], std::memory_order_relaxed);
@@ -134,7 +121,6 @@ bool drain_ring(Runtime& rt, ThreadState& t, OnSample&& on_sample) {
       },
       t.scratch, sizeof t.scratch);
   t.draining.store(false, std::memory_order_release);
-  return true;
 }
 
 /// After the thread's first sample (which came after a random phase, see
@@ -174,7 +160,7 @@ void handle_timer_sample(Runtime& rt, ThreadState& t, void* context) {
     if (next <= fp) break;
     fp = next;
   }
-  propose_line(rt, record_sample(rt, t, ip, chain, depth));
+  record_sample(rt, t, ip, chain, depth);
 }
 
 void on_sample_signal(int, siginfo_t*, void* context) {
@@ -185,7 +171,7 @@ void on_sample_signal(int, siginfo_t*, void* context) {
     handle_timer_sample(*rt, *t, context);
     rt->ledger.pay_from_signal(t->ledger);
   } else if (rt && t) {
-    drain_ring(*rt, *t, [&](SourceLine* line) { propose_line(*rt, line); });
+    drain_ring(*rt, *t);
     settle_period(*rt, *t);
     rt->ledger.pay_from_signal(t->ledger);
   }
@@ -373,7 +359,7 @@ void stop_sampling(ThreadState& t) {
   if (rt && rt->quiet_sampling) {
     // Its last samples, since the profiler thread's last drain. The thread
     // has left the thread list, so the profiler thread cannot be draining it.
-    signal_safe::drain_ring(*rt, t, [&](SourceLine* line) { signal_safe::propose_line(*rt, line); });
+    signal_safe::drain_ring(*rt, t);
   }
   PerfRing::Mapping m = t.ring.release();
   if (m.address) {
@@ -405,21 +391,9 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period) {
 
 void drain_quiet_rings(Runtime& rt) {
   if (!rt.quiet_sampling) return;
-  // The line proposed for the next experiment is one of this pass's samples,
-  // each equally likely (reservoir sampling): the first one drained would
-  // always come from the first thread in the list.
-  uint64_t seen = 0;
-  uint64_t random = sys::monotonic_ns() | 1;
-  SourceLine* pick = nullptr;
   for_each_thread([&](ThreadState& t) {
-    if (t.timer_mode || t.perf_fd < 0) return;
-    signal_safe::drain_ring(rt, t, [&](SourceLine* line) {
-      if (!line) return;
-      random ^= random << 13, random ^= random >> 7, random ^= random << 17;  // xorshift64
-      if (random % ++seen == 0) pick = line;
-    });
+    if (!t.timer_mode && t.perf_fd >= 0) signal_safe::drain_ring(rt, t);
   });
-  signal_safe::propose_line(rt, pick);
 }
 
 uint64_t quiet_drain_interval_ns(const Config& config) {

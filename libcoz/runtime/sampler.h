@@ -41,8 +41,8 @@ void hurry_next_sample(ThreadState& thread);
 /// the configured one). From the profiler thread, between experiments.
 uint64_t set_sample_period(Runtime& rt, uint64_t period);
 
-/// In a quiet run (Runtime::quiet_sampling), consumes every thread's ring:
-/// counts its samples and proposes the next line to select. Threads take no
+/// In a quiet run (Runtime::quiet_sampling), consumes every thread's ring
+/// and counts its samples. Threads take no
 /// signal per sample then; the profiler thread calls this often enough that
 /// no ring fills (quiet_drain_interval_ns). No-op otherwise.
 void drain_quiet_rings(Runtime& rt);

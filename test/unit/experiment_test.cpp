@@ -48,6 +48,24 @@ TEST(ExperimentScheduler, FixedZeroSpeedupIsOnlyBaselines) {
   for (int i = 0; i < 100; ++i) EXPECT_DOUBLE_EQ(s.choose_speedup(), 0.0);
 }
 
+TEST(ExperimentScheduler, LinesAreChosenInProportionToTheirSamples) {
+  Config config;
+  ExperimentScheduler scheduler(config, 7);
+  EXPECT_EQ(scheduler.choose_line({}), ExperimentScheduler::no_line);
+  EXPECT_EQ(scheduler.choose_line({0, 0, 0}), ExperimentScheduler::no_line);
+  std::vector<int> chosen(4, 0);
+  constexpr int draws = 40'000;
+  for (int i = 0; i < draws; ++i) {
+    size_t line = scheduler.choose_line({0, 30, 10, 0});
+    ASSERT_LT(line, chosen.size());
+    ++chosen[line];
+  }
+  EXPECT_EQ(chosen[0], 0);
+  EXPECT_EQ(chosen[3], 0);
+  EXPECT_NEAR(chosen[1] / static_cast<double>(draws), 0.75, 0.02);
+  EXPECT_EQ(scheduler.choose_line({0, 0, 5}), 2u);
+}
+
 TEST(ExperimentScheduler, LengthCoversTheSlowestPointWithinBounds) {
   Config c;
   c.experiment_min_ns = 50'000'000;
