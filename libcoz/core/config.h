@@ -40,6 +40,9 @@ struct Config {
   unsigned max_callchain = 32;            // frames the kernel records per sample
   unsigned delay_sampling_rate = 2;       // samples per sample period while an experiment inserts delays (see Profiler::begin)
 
+  /// Every experiment is a 0% baseline (--fixed-speedup 0): no delay is ever inserted.
+  bool only_baselines() const { return fixed_speedup_percent == 0; }
+
   /// Reads the environment. Malformed values are reported in `errors` (one
   /// line each) and leave the default in place.
   static Config from_environment(std::vector<std::string>& errors);

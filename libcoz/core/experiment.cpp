@@ -15,7 +15,7 @@ double ExperimentScheduler::choose_speedup() {
   std::uniform_real_distribution<double> coin(0.0, 1.0);
   // Baselines even with a fixed speedup: one run then answers "what would
   // S% do?" by itself, against 0% experiments from the same phases of the run.
-  if (config_.fixed_speedup_percent == 0 || coin(rng_) < config_.zero_speedup_share) return 0.0;
+  if (config_.only_baselines() || coin(rng_) < config_.zero_speedup_share) return 0.0;
   if (config_.fixed_speedup_percent > 0) return config_.fixed_speedup_percent / 100.0;
   std::uniform_int_distribution<int> step(1, speedup_steps);
   return step(rng_) / static_cast<double>(speedup_steps);

@@ -199,8 +199,7 @@ void Profiler::begin(SourceLine* line, double speedup) {
   // be credited yet, and which inside the experiment would count as time at
   // no speedup (a third of a 50 ms experiment).
   uint64_t period = rt_.config.sample_period_ns;
-  bool inserts_delays = rt_.config.fixed_speedup_percent != 0;
-  if (inserts_delays) period = set_sample_period(rt_, period / std::max(1u, rt_.config.delay_sampling_rate));
+  if (!rt_.config.only_baselines()) period = set_sample_period(rt_, period / std::max(1u, rt_.config.delay_sampling_rate));
   refresh_breakpoint_counters(rt_);
   uint64_t now = sys::monotonic_ns();
   uint64_t global = rt_.ledger.global();

@@ -237,7 +237,7 @@ void start() {
     log::warn("no source line in scope in {}: progress points are counted, but no line can be profiled",
               main_executable);
   }
-  rt->quiet_sampling = rt->config.fixed_speedup_percent == 0;
+  rt->quiet_sampling = rt->config.only_baselines();
   prepare_sampling();
   if (!install_sample_handler()) {
     log::warn("cannot install the sample signal handler; no samples will be taken");
