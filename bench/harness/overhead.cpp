@@ -31,9 +31,10 @@ struct ModeRuns {
 // The delay a run's experiments called for: each sample in the selected
 // line asks every other thread to pause speedup x one sample period (1 ms
 // in both profilers by default). Read from the `experiment` records (with
-// the analysis's profile reader), which both profilers write alike. Whether a pause slows the program depends on
-// where it lands (a thread off the critical path absorbs it), so this is what
-// the experiments asked, not what they cost.
+// the analysis's profile reader), which both profilers write alike. Whether
+// a pause slows the program depends on where it lands (a thread off the
+// critical path absorbs it), so this is what the experiments asked, not
+// what they cost.
 double delay_asked_s(const std::string& path) {
   constexpr double kSamplePeriodS = 1e-3;
   coz::analysis::Profile profile;

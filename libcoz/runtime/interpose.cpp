@@ -148,8 +148,8 @@ int pthread_clockjoin_np(pthread_t thread, void** result, clockid_t clock, const
 // ---- mutexes ---------------------------------------------------------------
 
 /// Acquired: either free, or handed over by an unlocker that caught up.
-/// Held by another thread, the wait absorbs our debt (LockWait); free, we
-/// pay first, as before any call that may block.
+/// Held by another thread, the wait absorbs our debt (Entry::QueueWithDebt);
+/// free, we pay first, as before any call that may block.
 int pthread_mutex_lock(pthread_mutex_t* mutex) {
   Wait w(coz::WaitKind::Mutex, held_by_someone(mutex) ? Wait::Entry::QueueWithDebt : Wait::Entry::PayFirst);
   int err = functions().pthread_mutex_lock(mutex);

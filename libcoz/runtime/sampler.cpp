@@ -343,7 +343,11 @@ bool start_sampling(ThreadState& t, const Config& config) {
   // period), so a late signal cannot flood the thread. Not for every thread:
   // the restart costs a system call, and the thread's CPU time until the
   // handler runs (~50 us here) goes unsampled.
-  ioctl(t.perf_fd, t.restart_after_first_sample ? PERF_EVENT_IOC_REFRESH : PERF_EVENT_IOC_ENABLE, 1);
+  if (t.restart_after_first_sample) {
+    ioctl(t.perf_fd, PERF_EVENT_IOC_REFRESH, 1);  // one sample
+  } else {
+    ioctl(t.perf_fd, PERF_EVENT_IOC_ENABLE, 0);
+  }
   return true;
 }
 

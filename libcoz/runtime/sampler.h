@@ -42,9 +42,9 @@ void hurry_next_sample(ThreadState& thread);
 uint64_t set_sample_period(Runtime& rt, uint64_t period);
 
 /// In a quiet run (Runtime::quiet_sampling), consumes every thread's ring
-/// and counts its samples. Threads take no
-/// signal per sample then; the profiler thread calls this often enough that
-/// no ring fills (quiet_drain_interval_ns). No-op otherwise.
+/// and counts its samples. Threads take no signal per sample then; the
+/// profiler thread calls this often enough that no ring fills
+/// (quiet_drain_interval_ns). No-op otherwise.
 void drain_quiet_rings(Runtime& rt);
 
 /// How often a quiet run's rings must be drained: half the time one fills

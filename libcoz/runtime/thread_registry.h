@@ -29,7 +29,7 @@ struct ThreadState {
   // start_sampling); the signal handler restarts it.
   bool restart_after_first_sample = false;
   // Samples taken at a period shorter than the configured one (see
-  // record_sample); only the signal handler touches it.
+  // counted_in_profile in sampler.cpp); starts at a random count.
   uint32_t short_period_samples = 0;
   // Fallback when perf_event is refused: a CPU-time timer signals the thread,
   // and the handler takes the IP from the signal context and walks frame
