@@ -513,6 +513,97 @@ TEST(Conventional, EffectsCarryTheirFunction) {
   EXPECT_EQ(analyze(p).effects.at(0).function, "work()");
 }
 
+TEST(Callee, FrameKinds) {
+  auto kind = [](std::string_view f) { return parse_stack_frame(f).kind; };
+  using K = StackFrame::Kind;
+  EXPECT_EQ(kind("/src/a.c:42"), K::InScope);
+  EXPECT_EQ(kind("/usr/lib/libfoo.so:bar"), K::InScope) << "function-level in-scope frame";
+  EXPECT_EQ(kind("/usr/lib/libfoo.so:operator[]"), K::InScope) << "no ' [': not a callee";
+  EXPECT_EQ(kind("memcpy[libc.so.6]"), K::InScope);
+  EXPECT_EQ(kind("memcpy [libc.so.6"), K::InScope) << "no closing bracket";
+  EXPECT_EQ(kind(""), K::Skipped);
+  EXPECT_EQ(kind(" [libc.so.6]"), K::Skipped) << "empty function";
+  EXPECT_EQ(kind("memcpy []"), K::Skipped) << "empty library";
+
+  StackFrame f = parse_stack_frame("__memmove_avx_unaligned_erms [libc.so.6]");
+  EXPECT_EQ(f.kind, K::Callee);
+  EXPECT_EQ(f.function, "__memmove_avx_unaligned_erms");
+  EXPECT_EQ(f.library, "libc.so.6");
+  f = parse_stack_frame("std::vector<int>::operator[](unsigned long) [libstdc++.so.6]");
+  EXPECT_EQ(f.function, "std::vector<int>::operator[](unsigned long)");
+  EXPECT_EQ(f.library, "libstdc++.so.6");
+  f = parse_stack_frame("handler [x] [libweird.so]");
+  EXPECT_EQ(f.function, "handler [x]") << "the library is after the LAST ' ['";
+  EXPECT_EQ(f.library, "libweird.so");
+  f = parse_stack_frame("0x1f40 [libfoo.so]");
+  EXPECT_EQ(f.function, "0x1f40");
+}
+
+TEST(Callee, TopCalleeOfTheInnermostInScopeFrame) {
+  Profile p;
+  p.samples = {{"a.c:1", 10}, {"cmp.c:3", 6}, {"m.c:1", 1}, {"sort.c:2", 4}};
+  p.stacks = {{"m.c:1;a.c:1;memcpy [libc.so.6]", 6},
+              {"m.c:1;a.c:1;memmove [libc.so.6]", 2},
+              {"m.c:1;a.c:1", 2},
+              {"m.c:1;sort.c:2;qsort [libc.so.6]", 4},
+              {"m.c:1;sort.c:2;qsort [libc.so.6];cmp.c:3", 3},  // the comparator's own sample
+              {"m.c:1;sort.c:2;qsort [libc.so.6];cmp.c:3;strcmp [libc.so.6]", 3},
+              {"strlen [libc.so.6]", 9}};  // no in-scope frame: charged to no line
+  ConventionalProfile c = conventional_profile(p);
+  ASSERT_EQ(c.callees.size(), 3u);
+  const Callee& a = c.callees.at("a.c:1");
+  EXPECT_EQ(a.function, "memcpy");
+  EXPECT_EQ(a.library, "libc.so.6");
+  EXPECT_EQ(a.samples, 6u);
+  EXPECT_EQ(a.stack_samples, 10u) << "the denominator is the line's stack samples";
+  EXPECT_DOUBLE_EQ(a.share, 0.6);
+  EXPECT_EQ(c.callees.at("sort.c:2").function, "qsort");
+  EXPECT_DOUBLE_EQ(c.callees.at("sort.c:2").share, 1.0) << "the comparator's samples are not sort.c:2's";
+  EXPECT_EQ(c.callees.at("cmp.c:3").function, "strcmp");
+  EXPECT_DOUBLE_EQ(c.callees.at("cmp.c:3").share, 0.5);
+  EXPECT_EQ(c.callees.count("m.c:1"), 0u);
+  auto line = std::find_if(c.lines.begin(), c.lines.end(), [](const LineSamples& l) { return l.location == "a.c:1"; });
+  ASSERT_TRUE(line->callee.has_value());
+  EXPECT_EQ(line->callee->function, "memcpy");
+  EXPECT_FALSE(c.lines.back().callee.has_value()) << c.lines.back().location;
+}
+
+TEST(Callee, TiesGoToTheSmallestNameInByteOrder) {
+  Profile p;
+  p.stacks = {{"a.c:1;malloc [libc.so.6]", 4}, {"a.c:1;compress2 [libz.so.1]", 4}, {"a.c:1;Zlib [libz.so.1]", 3}};
+  EXPECT_EQ(conventional_profile(p).callees.at("a.c:1").function, "compress2");
+  p.stacks = {{"a.c:1;b [l]", 2}, {"a.c:1;a [m]", 2}};
+  EXPECT_EQ(conventional_profile(p).callees.at("a.c:1").function, "a");
+}
+
+TEST(Callee, OnlyTheFrameRightAfterTheLineCounts) {
+  Profile p;
+  // Two callees in a row (the runtime writes one): the outer one is what the line called.
+  p.stacks = {{"a.c:1;memset [libc.so.6];free [libc.so.6]", 2}, {"a.c:1;;memset [libc.so.6];", 1}};
+  const Callee& c = conventional_profile(p).callees.at("a.c:1");
+  EXPECT_EQ(c.function, "memset");
+  EXPECT_EQ(c.samples, 3u) << "empty frames are skipped";
+}
+
+TEST(Callee, EffectsCarryTheirCallee) {
+  ProfileBuilder b;
+  b.experiment("a.c:1", 0.0, 100 * ms).visits("p", 10);
+  b.experiment("b.c:1", 0.0, 100 * ms).visits("p", 10);
+  Profile p = b.get();
+  p.stacks = {{"a.c:1;memcpy [libc.so.6]", 3}, {"b.c:1", 3}};
+  Analysis a = analyze(p);
+  ASSERT_TRUE(find(a, "a.c:1")->callee.has_value());
+  EXPECT_EQ(find(a, "a.c:1")->callee->library, "libc.so.6");
+  EXPECT_FALSE(find(a, "b.c:1")->callee.has_value());
+  std::string json = to_json(a);
+  EXPECT_NE(json.find("\"callee\": {\"function\": \"memcpy\", \"library\": \"libc.so.6\", \"samples\": 3, "
+                      "\"stack_samples\": 3, \"share\": 1}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"callee\": null"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"sampling\": null"), std::string::npos) << json;
+}
+
 // --- compare ---
 
 TEST(Compare, ProgramAndLineChangesWithIntervals) {
@@ -696,7 +787,7 @@ TEST_P(Vector, MatchesExpectedAnalysis) { check_vector(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(TestVectors, Vector,
                          ::testing::Values("basic", "latency", "coz-tab", "coz-json", "merged", "undecided",
-                                           "corrupt", "conventional"),
+                                           "corrupt", "conventional", "callee"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');

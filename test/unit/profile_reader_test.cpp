@@ -280,6 +280,36 @@ TEST(ProfileReader, ConventionalProfileRecords) {
   EXPECT_EQ(p.warning_places[1].file, "p.coz");
 }
 
+TEST(ProfileReader, CalleeFramesAreKeptWhole) {
+  // Callee frames hold spaces, brackets, parentheses and '=': the tab form keeps them.
+  const std::string frames =
+      "m.c:1;a.c:2;std::vector<int>::operator=(std::vector<int> const&) [libstdc++.so.6];b.c:3;"
+      "std::vector<int>::operator[](unsigned long) [libstdc++.so.6]";
+  Profile p = read("stack\tframes=" + frames + "\tcount=2\n" +
+                   "{\"type\":\"stack\",\"frames\":\"a.c:2;memcpy [libc.so.6]\",\"count\":1}\n");
+  EXPECT_TRUE(p.warnings.empty());
+  EXPECT_EQ(p.stacks.at(frames), 2u);
+  EXPECT_EQ(p.stacks.at("a.c:2;memcpy [libc.so.6]"), 1u);
+}
+
+TEST(ProfileReader, SamplingRecordsAreSummed) {
+  Profile p = read(
+      "sampling\tsamples=100\tin-scope=90\tlost=1\tunwound=99\tstopped-no-cfi=1\n"
+      "sampling\tsamples=10\tin-scope=10\tlost=0\n"
+      "sampling\tsamples=5\tlost=0\n");
+  EXPECT_EQ(p.sampling.processes, 2u);
+  EXPECT_EQ(p.sampling.samples, 110u);
+  EXPECT_EQ(p.sampling.in_scope, 100u);
+  EXPECT_EQ(p.sampling.lost, 1u);
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_EQ(p.warning_places[0].message, "sampling record: missing in-scope=, skipped");
+  Profile q = read("sampling\tsamples=7\tin-scope=3\tlost=2\n");
+  merge_profile(p, std::move(q));
+  EXPECT_EQ(p.sampling.processes, 3u);
+  EXPECT_EQ(p.sampling.samples, 117u);
+  EXPECT_EQ(p.sampling.lost, 3u);
+}
+
 TEST(ProfileReader, MergeAddsRuns) {
   Profile a = read("experiment\tselected=a.c:1\tspeedup=0\tduration=5\tselected-samples=0\n"
                    "samples\tlocation=a.c:1\tcount=2\n"

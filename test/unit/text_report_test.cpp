@@ -218,6 +218,92 @@ TEST(TextReport, UndefinedIntervalShowsAQuestionMark) {
   EXPECT_NE(text.find("too few exps"), std::string::npos) << text;
 }
 
+Callee callee(const std::string& function, const std::string& library, double share) {
+  return Callee{function, library, static_cast<uint64_t>(share * 100), 100, share};
+}
+
+// The row holding `needle` and the row after it.
+std::pair<std::string, std::string> row_and_next(const std::string& text, const std::string& needle) {
+  std::vector<std::string> lines = lines_of(text);
+  for (size_t i = 0; i + 1 < lines.size(); ++i) {
+    if (lines[i].find(needle) != std::string::npos) return {lines[i], lines[i + 1]};
+  }
+  return {};
+}
+
+TEST(TextReport, LineMostlyInOneCalleeGetsARowUnderIt) {
+  Analysis a = sample();
+  a.effects[0].callee = callee("__memmove_avx_unaligned_erms", "libc.so.6", 0.97);
+  a.effects[2].callee = callee("compress2", "libz.so.1", 0.4);  // src/g.cpp:3: below half, not shown
+  a.effects[3].callee = callee("qsort", "libc.so.6", 0.5);      // src/cold.cpp:9: exactly half is "mostly"
+  std::string text = render(a);
+  auto [row, next] = row_and_next(text, "server_handler.cpp:1234");
+  EXPECT_EQ(next, "     ↳ 97% of its samples in __memmove_avx_unaligned_erms [libc.so.6]") << text;
+  EXPECT_EQ(text.find("compress2"), std::string::npos) << text;
+  EXPECT_EQ(row_and_next(text, "src/cold.cpp:9").second, "     ↳ 50% of its samples in qsort [libc.so.6]") << text;
+  EXPECT_NE(text.find("↳ N% of its samples in F [LIB]: in N% of the line's sampled call stacks"), std::string::npos)
+      << "the legend explains the rows";
+  EXPECT_EQ(render(sample()).find("↳"), std::string::npos) << "no callee, no row and no legend";
+  TextReportOptions colour;
+  colour.colour = true;
+  EXPECT_NE(render(a, colour).find("\x1b[2m     ↳ 97%"), std::string::npos) << "the row is dim";
+}
+
+TEST(TextReport, LongCalleeNamesLoseTheirParametersThenTheirLeftEnd) {
+  Analysis a = sample();
+  const std::string name =
+      "std::vector<std::pair<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >, int>, "
+      "std::allocator<std::pair<std::__cxx11::basic_string<char>, int> > >::_M_realloc_insert<int const&>("
+      "__gnu_cxx::__normal_iterator<int*, std::vector<int> >, int const&)";
+  a.effects[0].callee = callee(name, "libstdc++.so.6", 0.8);
+  std::string next = row_and_next(render(a), "server_handler.cpp:1234").second;
+  EXPECT_EQ(next, "     ↳ 80% of its samples in std::vector<…>::_M_realloc_insert<…>(…) [libstdc++.so.6]");
+  next = row_and_next(render(a, {20, false, 70}), "server_handler.cpp:1234").second;
+  EXPECT_EQ(next, "     ↳ 80% of its samples in …_M_realloc_insert<…>(…) [libstdc++.so.6]");
+  EXPECT_LE(columns(next), 70u);
+
+  a.effects[0].callee = callee("ns::Parser::parse(std::string_view, Options const&)", "libp.so", 0.9);
+  next = row_and_next(render(a), "server_handler.cpp:1234").second;
+  EXPECT_EQ(next, "     ↳ 90% of its samples in ns::Parser::parse(std::string_view, Options const&) [libp.so]")
+      << "a name that fits stays whole";
+  next = row_and_next(render(a, {20, false, 80}), "server_handler.cpp:1234").second;
+  EXPECT_EQ(next, "     ↳ 90% of its samples in ns::Parser::parse(…) [libp.so]");
+
+  // Operators are not template brackets.
+  a.effects[0].callee = callee("std::operator<< <char, std::char_traits<char> >(std::basic_ostream<char, "
+                               "std::char_traits<char> >&, char const*)",
+                               "libstdc++.so.6", 0.9);
+  next = row_and_next(render(a, {20, false, 80}), "server_handler.cpp:1234").second;
+  EXPECT_EQ(next, "     ↳ 90% of its samples in std::operator<< <…>(…) [libstdc++.so.6]");
+  a.effects[0].callee = callee("ns::cooperator<std::pair<int, int> >::run(std::vector<int, std::allocator<int> >&&)",
+                               "libc.so", 0.9);
+  next = row_and_next(render(a, {20, false, 80}), "server_handler.cpp:1234").second;
+  EXPECT_EQ(next, "     ↳ 90% of its samples in ns::cooperator<…>::run(…) [libc.so]") << "not an operator";
+  a.effects[0].callee = callee("Iter<Node<int> >::operator->() const [with a very long tail to force shortening]",
+                               "libi.so", 0.9);
+  next = row_and_next(render(a, {20, false, 80}), "server_handler.cpp:1234").second;
+  EXPECT_LE(columns(next), 80u) << next;
+}
+
+TEST(TextReport, CalleeNamesAreNotSentRawToTheTerminal) {
+  Analysis a = sample();
+  a.effects[0].callee = callee("evil\x1b[2J", "lib\x07.so", 1.0);
+  std::string text = render(a);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_NE(text.find("↳ 100% of its samples in evil?[2J [lib?.so]"), std::string::npos) << text;
+}
+
+TEST(TextReport, SamplingNote) {
+  Analysis a = sample();
+  EXPECT_EQ(render(a).find("in-scope samples"), std::string::npos) << "no sampling record, no note";
+  a.sampling = SamplingTotals{2, 8337, 8087, 0};
+  EXPECT_NE(render(a).find("\nin-scope samples: 97.0% of 8,337 taken\n"), std::string::npos) << render(a);
+  a.sampling->lost = 1234;
+  EXPECT_NE(render(a).find("in-scope samples: 97.0% of 8,337 taken (1,234 lost by the kernel)"), std::string::npos);
+  a.sampling = SamplingTotals{1, 0, 0, 0};
+  EXPECT_NE(render(a).find("in-scope samples: none taken"), std::string::npos);
+}
+
 TEST(CompareReport, ProgramLineAndTable) {
   Comparison c;
   ComparedPoint p;

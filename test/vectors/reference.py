@@ -68,7 +68,8 @@ def split(line):
 
 
 def read(files, base):
-    prof = dict(experiments=[], samples={}, functions={}, stacks={}, blocked={}, runtime=0, warnings=[])
+    prof = dict(experiments=[], samples={}, functions={}, stacks={}, blocked={}, runtime=0, warnings=[],
+                sampling=None)
     for name in files:
         data = (base / name).read_bytes().decode("utf-8", "surrogateescape")
         lines = data.split("\n")
@@ -143,10 +144,57 @@ def read(files, base):
                     b[1] += c
                 elif typ == "runtime":
                     prof["runtime"] += parse_count(f.get("time"))
+                elif typ == "sampling":
+                    vals = [parse_count(f.get(k)) for k in ("samples", "in-scope", "lost")]
+                    tot = prof["sampling"] or {"processes": 0, "samples": 0, "in_scope": 0, "lost": 0}
+                    tot["processes"] += 1
+                    for k, v in zip(("samples", "in_scope", "lost"), vals):
+                        tot[k] += v
+                    prof["sampling"] = tot
             except (ValueError, KeyError, json.JSONDecodeError):
                 prof["warnings"].append({"file": name, "line": i})
         del last_incomplete
     return prof
+
+
+def frame_kind(frame):
+    """("line", None) for an in-scope frame, ("callee", (function, library)),
+    or ("skip", None): docs/analysis.md section 9, "Callees"."""
+    if frame == "":
+        return "skip", None
+    if not frame.endswith("]") or " [" not in frame:
+        return "line", None
+    cut = frame.rindex(" [")
+    function, library = frame[:cut], frame[cut + 2:-1]
+    if function == "" or library == "":
+        return "skip", None
+    return "callee", (function, library)
+
+
+def callees(stacks):
+    """in-scope line -> its top callee (or absent)."""
+    per_line = {}  # line -> [stack samples, {callee frame: samples}]
+    for raw, count in stacks.items():
+        kept = [(fr, frame_kind(fr)[0]) for fr in raw.split(";")]
+        kept = [(fr, k) for fr, k in kept if k != "skip"]
+        lines_at = [i for i, (_, k) in enumerate(kept) if k == "line"]
+        if not lines_at:
+            continue
+        i = lines_at[-1]
+        entry = per_line.setdefault(kept[i][0], [0, {}])
+        entry[0] += count
+        if i + 1 < len(kept):
+            x = kept[i + 1][0]
+            entry[1][x] = entry[1].get(x, 0) + count
+    out = {}
+    for line, (total, by) in per_line.items():
+        if not by:
+            continue
+        top = min(by, key=lambda x: (-by[x], x.encode("utf-8", "surrogateescape")))
+        function, library = frame_kind(top)[1]
+        out[line] = {"function": function, "library": library, "samples": by[top], "stack_samples": total,
+                     "share": by[top] / total}
+    return out
 
 
 def ratio(c):
@@ -164,6 +212,7 @@ def analyze(prof):
             if e["duration"] > 0:
                 lst.append((e["selected"], b, a, e["duration"] * L, e["duration"]))
     total = sum(prof["samples"].values())
+    top_callees = callees(prof["stacks"])
     points, effects = [], []
     for (name, kind) in sorted(obs):
         ol = obs[(name, kind)]
@@ -200,6 +249,7 @@ def analyze(prof):
             mine = sorted((b, c) for (l, b), c in cells.items() if l == line)
             eff = dict(line=line, point=name, kind=kind, experiments=sum(c["n"] for _, c in mine),
                        samples=prof["samples"].get(line, 0), function=prof["functions"].get(line, ""),
+                       callee=top_callees.get(line),
                        impact=0.0, impact_se=NAN, impact_low=NAN, impact_high=NAN, slope=NAN, slope_se=NAN,
                        slope_low=NAN, slope_high=NAN, max_effect=0.0, experiments_needed=None,
                        measured=False, baseline="none", baseline_ns=NAN, curve=[], label="unmeasured")
@@ -267,7 +317,8 @@ def analyze(prof):
                 eff["experiments_needed"] = int(min(max(math.ceil(eff["experiments"] * (f - 1.0)), 1), 1e9))
     effects.sort(key=lambda e: (not e["measured"], -e["impact"], -e["max_effect"], e["line"], e["point"], e["kind"]))
     lines = sorted(({"location": l, "function": prof["functions"].get(l, ""), "samples": c,
-                     "share": c / total if total else 0.0} for l, c in prof["samples"].items()),
+                     "share": c / total if total else 0.0, "callee": top_callees.get(l)}
+                    for l, c in prof["samples"].items()),
                    key=lambda x: (-x["samples"], x["location"]))
     funcs = {}
     for l, c in prof["samples"].items():
@@ -285,7 +336,7 @@ def analyze(prof):
     blocked = sorted(({"site": s, "kind": k, "time_ns": v[0], "count": v[1]} for (s, k), v in prof["blocked"].items()),
                      key=lambda b: (-b["time_ns"], b["site"], b["kind"]))
     return {"experiments": len(prof["experiments"]), "runtime_ns": prof["runtime"], "total_samples": total,
-            "points": points, "effects": effects,
+            "sampling": prof["sampling"], "points": points, "effects": effects,
             "profile": {"lines": lines, "functions": sorted(funcs.values(), key=lambda f: (-f["samples"], f["function"])),
                         "stacks": stacks, "blocked": blocked},
             "warnings": prof["warnings"]}

@@ -61,9 +61,21 @@ if [ -n "$max_ms" ]; then
   echo "analysis and first render: $ms ms"
 fi
 [ -s "$out/screenshot.png" ] || fail "no screenshot"
+# A line mostly inside one callee ("FUNCTION [LIBRARY]" frames) says so.
+callees=""
+if grep -qE '^stack.*[^;]+ \[[^];]+\]' "${profiles[@]}"; then callees=yes; fi
+if [ -n "$callees" ]; then
+  grep -q 'class="callee"' "$dom" || fail "no \"↳ N% in F [LIB]\" note for lines mostly inside a callee"
+fi
+if grep -q '^sampling' "${profiles[@]}"; then
+  grep -q '>in-scope samples<' "$dom" || fail "no in-scope samples figure from the sampling records"
+fi
 if grep -q '^stack' "${profiles[@]}"; then
   chrome --dump-dom "$url#tab=stacks" >"$out/dom-stacks.html"
   grep -q 'id="flame-graph"' "$out/dom-stacks.html" || fail "no flame graph from the stack records"
+  if [ -n "$callees" ]; then
+    grep -q 'class="frame callee"' "$out/dom-stacks.html" || fail "callee frames are not marked in the flame graph"
+  fi
   chrome --screenshot="$out/screenshot-stacks.png" "$url#tab=stacks" >/dev/null
 fi
 echo "ok: $(grep -o 'class="effect ' "$dom" | wc -l) ranked cards, $(grep -o 'class="curve-plot"' "$dom" | wc -l) plots drawn; screenshot $out/screenshot.png"

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { analyze, emptyProfile, flameTree, formatWarning, mergeProfile, readProfile } from "../../viewer/dist/node/analysis.mjs";
+import { analyze, emptyProfile, flameTree, formatWarning, mergeProfile, parseStackFrame, readProfile, topCallees } from "../../viewer/dist/node/analysis.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const read = (text, name = "t.coz") => {
@@ -114,4 +114,55 @@ test("several profiles merge like one", () => {
   const strip = (a) => ({ ...a, warnings: [] });
   assert.deepEqual(strip(analyze(merged)), strip(analyze(read(text))));
   assert.deepEqual(merged.sources, ["a.coz", "b.coz"]);
+});
+
+test("stack frames: in-scope, callee FUNCTION [LIBRARY], skipped (the C++ rule)", () => {
+  const kind = (f) => parseStackFrame(f).kind;
+  assert.equal(kind("/src/a.c:42"), "in-scope");
+  assert.equal(kind("/usr/lib/libfoo.so:bar"), "in-scope", "function-level in-scope frame");
+  assert.equal(kind("/usr/lib/libfoo.so:operator[]"), "in-scope", "no ' ['");
+  assert.equal(kind("memcpy[libc.so.6]"), "in-scope");
+  assert.equal(kind("memcpy [libc.so.6"), "in-scope", "no closing bracket");
+  assert.equal(kind(""), "skipped");
+  assert.equal(kind(" [libc.so.6]"), "skipped", "empty function");
+  assert.equal(kind("memcpy []"), "skipped", "empty library");
+  assert.deepEqual(parseStackFrame("std::vector<int>::operator[](unsigned long) [libstdc++.so.6]"), {
+    kind: "callee",
+    function: "std::vector<int>::operator[](unsigned long)",
+    library: "libstdc++.so.6",
+  });
+  assert.deepEqual(parseStackFrame("handler [x] [libweird.so]"), { kind: "callee", function: "handler [x]", library: "libweird.so" });
+});
+
+test("top callee: the frame right after the innermost in-scope frame, over that line's stack samples", () => {
+  const c = topCallees(
+    new Map([
+      ["m.c:1;sort.c:2;qsort [libc.so.6];cmp.c:3", 3], // the comparator's own sample
+      ["m.c:1;sort.c:2;qsort [libc.so.6]", 4],
+      ["m.c:1;a.c:1;b [l]", 2],
+      ["m.c:1;a.c:1;a [m];free [libc.so.6]", 2], // a tie: "a [m]" < "b [l]"
+      ["m.c:1;a.c:1", 1],
+      ["strlen [libc.so.6]", 9], // no in-scope frame: charged to no line
+    ]),
+  );
+  assert.deepEqual([...c.keys()].sort(), ["a.c:1", "sort.c:2"]);
+  assert.deepEqual(c.get("a.c:1"), { function: "a", library: "m", samples: 2, stack_samples: 5, share: 0.4 });
+  assert.deepEqual(c.get("sort.c:2"), { function: "qsort", library: "libc.so.6", samples: 4, stack_samples: 4, share: 1 });
+});
+
+test("sampling records are summed, a bad one is warned about", () => {
+  const p = read("sampling\tsamples=100\tin-scope=90\tlost=1\tunwound=99\nsampling\tsamples=5\tlost=0\n");
+  assert.deepEqual(p.sampling, { processes: 1, samples: 100, in_scope: 90, lost: 1 });
+  assert.deepEqual(p.warnings.map(formatWarning), ["t.coz:2: sampling record: missing in-scope=, skipped"]);
+  const merged = emptyProfile();
+  mergeProfile(merged, p);
+  mergeProfile(merged, read("sampling\tsamples=10\tin-scope=10\tlost=0\n"));
+  assert.deepEqual(analyze(merged).sampling, { processes: 2, samples: 110, in_scope: 100, lost: 1 });
+  assert.equal(analyze(read("runtime\ttime=5\n")).sampling, null);
+});
+
+test("the flame graph skips empty and malformed frames, keeps callee frames", () => {
+  const root = flameTree([{ frames: ["m.c:1", "", " [libc.so.6]", "memcpy [libc.so.6]"], count: 2, share: 1 }]);
+  assert.deepEqual(root.children.map((n) => n.name), ["m.c:1"]);
+  assert.deepEqual(root.children[0].children.map((n) => n.name), ["memcpy [libc.so.6]"]);
 });

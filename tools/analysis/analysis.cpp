@@ -291,6 +291,7 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
   result.runtime_ns = profile.runtime_ns;
   result.warnings = profile.warning_places;
   result.profile = conventional_profile(profile);
+  if (profile.sampling.processes > 0) result.sampling = profile.sampling;
   for (const auto& [location, count] : profile.samples) {
     // Saturating: the reader already caps each count, garbage must not wrap the sum.
     uint64_t room = std::numeric_limits<uint64_t>::max() - result.total_samples;
@@ -338,6 +339,7 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
       if (eff.experiments < options.min_experiments) continue;
       if (auto it = profile.samples.find(line); it != profile.samples.end()) eff.samples = it->second;
       if (auto it = profile.functions.find(line); it != profile.functions.end()) eff.function = it->second;
+      if (auto it = result.profile.callees.find(line); it != result.profile.callees.end()) eff.callee = it->second;
       if (result.total_samples > 0) {
         eff.sample_share = static_cast<double>(eff.samples) / static_cast<double>(result.total_samples);
       }

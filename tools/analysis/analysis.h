@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "profile.h"
@@ -46,6 +48,16 @@ struct SpeedupEstimate {
   double value_ns = 0.0;         // R: period P(s) (throughput) or mean latency W(s), in ns
 };
 
+/// The out-of-scope function in which a line's sampled call stacks continue
+/// most often (docs/analysis.md section 9): e.g. memcpy [libc.so.6] called from the line.
+struct Callee {
+  std::string function;        // demangled name, or the offset in hex ("0x1f40") without a symbol
+  std::string library;         // the object's base name ("libc.so.6")
+  uint64_t samples = 0;        // the line's stack samples that continue in this callee
+  uint64_t stack_samples = 0;  // all stack samples whose innermost in-scope frame is the line
+  double share = 0.0;          // samples / stack_samples, 0..1
+};
+
 /// Everything known about one (line, progress point) pair.
 struct LineEffect {
   std::string line;   // "FILE:LINE"
@@ -67,6 +79,7 @@ struct LineEffect {
   uint64_t samples = 0;       // samples attributed to the line (conventional profile)
   double sample_share = 0.0;  // samples / all samples, 0..1
   std::string function;       // from `samples function=`; empty when unknown
+  std::optional<Callee> callee;  // where its stack samples mostly continue; none without callee frames
   bool measured = false;      // the curve has a point at s > 0
   BaselineSource baseline = BaselineSource::None;
   double baseline_ns = 0.0;   // R(0) used; NaN without a baseline
@@ -90,6 +103,7 @@ struct LineSamples {
   std::string function;
   uint64_t samples = 0;
   double share = 0.0;
+  std::optional<Callee> callee;
 };
 struct FunctionSamples {
   std::string function;
@@ -113,7 +127,21 @@ struct ConventionalProfile {
   std::vector<FunctionSamples> functions;
   std::vector<StackSamples> stacks;
   std::vector<BlockedSite> blocked;
+  std::map<std::string, Callee> callees;  // in-scope frame -> its top callee (lines and effects copy it)
 };
+
+/// One frame of a `stack` record. In-scope frames are `FILE:LINE` (or
+/// `BINARY:FUNCTION` without debug info); an out-of-scope callee is written
+/// `FUNCTION [LIBRARY]`: it ends with `]` and contains ` [`, LIBRARY being
+/// between the last ` [` and the final `]`. Empty frames, and callee-shaped
+/// ones with an empty FUNCTION or LIBRARY, are skipped.
+struct StackFrame {
+  enum class Kind { InScope, Callee, Skipped };
+  Kind kind = Kind::InScope;
+  std::string_view function;  // callee frames only
+  std::string_view library;   // callee frames only
+};
+StackFrame parse_stack_frame(std::string_view frame);
 
 struct AnalysisOptions {
   uint64_t min_experiments = 1;  // drop effects with fewer experiments
@@ -129,6 +157,7 @@ struct Analysis {
   uint64_t runtime_ns = 0;
   std::vector<PointSummary> points;  // every progress point seen, by name then kind
   ConventionalProfile profile;
+  std::optional<SamplingTotals> sampling;  // from `sampling` records; none in older files
   std::vector<WarningPlace> warnings;
 };
 

@@ -138,6 +138,18 @@ void settings(Json& j, const AnalysisOptions& o) {
   j.close('}');
 }
 
+// `"callee": {...}` or `"callee": null`.
+void callee(Json& j, const std::optional<Callee>& c) {
+  j.key("callee");
+  if (!c) {
+    j.null();
+    return;
+  }
+  j.open('{').field("function", c->function).field("library", c->library);
+  j.field("samples", c->samples).field("stack_samples", c->stack_samples).field("share", c->share);
+  j.close('}');
+}
+
 void curve_point(Json& j, const SpeedupEstimate& p) {
   j.open('{');
   j.field("line_speedup", p.line_speedup).field("program_speedup", p.program_speedup);
@@ -167,6 +179,8 @@ void effect(Json& j, const LineEffect& e) {
   }
   j.newline(5);
   j.field("samples", e.samples).field("sample_share", e.sample_share).field("function", e.function);
+  j.newline(5);
+  callee(j, e.callee);
   j.newline(5);
   j.field("measured", e.measured).field("baseline", to_string(e.baseline)).field("baseline_ns", e.baseline_ns);
   j.newline(5);
@@ -200,7 +214,9 @@ void conventional(Json& j, const ConventionalProfile& p) {
   j.newline(4);
   j.array("lines", p.lines, 6, [&](const LineSamples& l) {
     j.open('{').field("location", l.location).field("function", l.function);
-    j.field("samples", l.samples).field("share", l.share).close('}');
+    j.field("samples", l.samples).field("share", l.share);
+    callee(j, l.callee);
+    j.close('}');
   });
   j.newline(4);
   j.array("functions", p.functions, 6, [&](const FunctionSamples& f) {
@@ -251,6 +267,13 @@ std::string to_json(const Analysis& a) {
   settings(j, a.options);
   j.newline(2).field("experiments", a.experiments).field("runtime_ns", a.runtime_ns);
   j.field("total_samples", a.total_samples);
+  j.newline(2).key("sampling");
+  if (a.sampling) {
+    j.open('{').field("processes", a.sampling->processes).field("samples", a.sampling->samples);
+    j.field("in_scope", a.sampling->in_scope).field("lost", a.sampling->lost).close('}');
+  } else {
+    j.null();
+  }
   j.newline(2).array("points", a.points, 4, [&](const PointSummary& p) { point_summary(j, p); });
   j.newline(2).array("effects", a.effects, 4, [&](const LineEffect& e) { effect(j, e); });
   j.newline(2);

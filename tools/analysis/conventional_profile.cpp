@@ -1,9 +1,11 @@
 // The conventional profile of the same runs (docs/analysis.md section 9):
-// where the samples fell, per line, per function and per call stack, and where
-// threads waited. Shown beside the causal results so that "hot but useless"
-// and "cold but critical" lines stand out.
+// where the samples fell, per line, per function and per call stack, which
+// out-of-scope function (memcpy, qsort...) each line's stacks continue in, and
+// where threads waited. Shown beside the causal results so that "hot but
+// useless" and "cold but critical" lines stand out.
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 #include "analysis.h"
 
@@ -18,16 +20,86 @@ uint64_t saturating_sum(uint64_t a, uint64_t b) {
   return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+// Per in-scope line: the stack samples whose innermost in-scope frame it is,
+// and how many of them continue in each callee (the frame right after it).
+struct CalleeTally {
+  uint64_t stack_samples = 0;
+  std::map<std::string_view, uint64_t> callees;  // raw callee frame -> samples
+};
+
+std::map<std::string, Callee> top_callees(const std::map<std::string, uint64_t>& stacks) {
+  std::map<std::string_view, CalleeTally> lines;  // views into `stacks`' keys
+  for (const auto& [frames, count] : stacks) {
+    std::string_view rest = frames;
+    std::string_view line;    // innermost in-scope frame so far
+    std::string_view callee;  // the frame right after it, when a callee
+    bool has_line = false;
+    bool right_after_line = false;
+    while (true) {
+      size_t end = rest.find(';');
+      std::string_view frame = rest.substr(0, end);
+      switch (parse_stack_frame(frame).kind) {
+        case StackFrame::Kind::InScope:
+          line = frame;
+          callee = {};
+          has_line = right_after_line = true;
+          break;
+        case StackFrame::Kind::Callee:
+          if (right_after_line) callee = frame;
+          right_after_line = false;
+          break;
+        case StackFrame::Kind::Skipped: break;
+      }
+      if (end == std::string_view::npos) break;
+      rest.remove_prefix(end + 1);
+    }
+    if (!has_line) continue;  // only out-of-scope frames: no line to charge
+    CalleeTally& t = lines[line];
+    t.stack_samples = saturating_sum(t.stack_samples, count);
+    if (!callee.empty()) t.callees[callee] = saturating_sum(t.callees[callee], count);
+  }
+
+  std::map<std::string, Callee> out;
+  for (const auto& [line, t] : lines) {
+    if (t.callees.empty()) continue;
+    // Largest count; on a tie the first in byte order (the map's order).
+    auto top = t.callees.begin();
+    for (auto it = t.callees.begin(); it != t.callees.end(); ++it) {
+      if (it->second > top->second) top = it;
+    }
+    StackFrame frame = parse_stack_frame(top->first);
+    out.emplace(std::string(line), Callee{std::string(frame.function), std::string(frame.library), top->second,
+                                          t.stack_samples, share(top->second, t.stack_samples)});
+  }
+  return out;
+}
+
 }  // namespace
+
+StackFrame parse_stack_frame(std::string_view frame) {
+  StackFrame out;
+  if (frame.empty()) {
+    out.kind = StackFrame::Kind::Skipped;
+    return out;
+  }
+  size_t open = frame.rfind(" [");
+  if (frame.back() != ']' || open == std::string_view::npos) return out;  // FILE:LINE, BINARY:FUNCTION
+  out.function = frame.substr(0, open);
+  out.library = frame.substr(open + 2, frame.size() - open - 3);
+  out.kind = out.function.empty() || out.library.empty() ? StackFrame::Kind::Skipped : StackFrame::Kind::Callee;
+  return out;
+}
 
 ConventionalProfile conventional_profile(const Profile& profile) {
   ConventionalProfile out;
+  out.callees = top_callees(profile.stacks);
   uint64_t total = 0;
   for (const auto& [location, count] : profile.samples) total = saturating_sum(total, count);
 
   std::map<std::string, FunctionSamples> functions;
   for (const auto& [location, count] : profile.samples) {
-    LineSamples line{location, "", count, share(count, total)};
+    LineSamples line{location, "", count, share(count, total), std::nullopt};
+    if (auto it = out.callees.find(location); it != out.callees.end()) line.callee = it->second;
     if (auto it = profile.functions.find(location); it != profile.functions.end()) {
       line.function = it->second;
       FunctionSamples& f = functions[it->second];

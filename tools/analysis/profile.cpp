@@ -234,6 +234,17 @@ struct Reader {
     } else if (t == "runtime") {
       uint64_t time = f.count("time");
       if (f.ok()) profile.runtime_ns = saturating_add(profile.runtime_ns, time);
+    } else if (t == "sampling") {
+      uint64_t samples = f.count("samples");
+      uint64_t in_scope = f.count("in-scope");
+      uint64_t lost = f.count("lost");
+      if (f.ok()) {
+        SamplingTotals& s = profile.sampling;
+        ++s.processes;
+        s.samples = saturating_add(s.samples, samples);
+        s.in_scope = saturating_add(s.in_scope, in_scope);
+        s.lost = saturating_add(s.lost, lost);
+      }
     }
     // Any other type (startup, process, later additions) carries nothing the
     // analysis uses and is ignored silently, as the format requires.
@@ -327,6 +338,10 @@ void merge_profile(Profile& into, Profile&& from) {
     total.count = saturating_add(total.count, b.count);
   }
   into.runtime_ns = saturating_add(into.runtime_ns, from.runtime_ns);
+  into.sampling.processes = saturating_add(into.sampling.processes, from.sampling.processes);
+  into.sampling.samples = saturating_add(into.sampling.samples, from.sampling.samples);
+  into.sampling.in_scope = saturating_add(into.sampling.in_scope, from.sampling.in_scope);
+  into.sampling.lost = saturating_add(into.sampling.lost, from.sampling.lost);
   for (size_t i = 0; i < from.warnings.size(); ++i) {
     if (into.warnings.size() < Profile::max_warnings) {
       into.warnings.push_back(std::move(from.warnings[i]));

@@ -46,6 +46,14 @@ struct WarningPlace {
   std::string message;  // warnings[i] without the "file:line: " prefix
 };
 
+/// How the samples were attributed, summed over the processes' `sampling` records.
+struct SamplingTotals {
+  uint64_t processes = 0;  // `sampling` records read
+  uint64_t samples = 0;    // samples taken
+  uint64_t in_scope = 0;   // attributed to an in-scope line
+  uint64_t lost = 0;       // dropped by the kernel
+};
+
 struct Profile {
   std::vector<Experiment> experiments;
   std::map<std::string, uint64_t> samples;  // "FILE:LINE" -> samples (summed over records)
@@ -53,6 +61,7 @@ struct Profile {
   std::map<std::string, uint64_t> stacks;   // raw `frames` ("a.cpp:1;b.cpp:2") -> samples
   std::map<std::pair<std::string, std::string>, BlockedTime> blocked;  // (site, kind) -> sums
   uint64_t runtime_ns = 0;                  // summed over processes/runs
+  SamplingTotals sampling;
   std::vector<std::string> warnings;        // "file:line: what was wrong" for each skipped line
   std::vector<WarningPlace> warning_places;  // parallel to warnings
   // A garbage file can have millions of bad lines: past max_warnings they

@@ -4,10 +4,14 @@
 // The line column takes the room left over and loses path components on the
 // left first, because the file name and line number are what a reader needs.
 // On a narrow terminal the @25%, @100%, exps and @50% columns go, in that
-// order, so that the line column keeps min_line_width. `--compare` has its own table (at the end).
+// order, so that the line column keeps min_line_width. A line whose sampled
+// call stacks mostly continue in one out-of-scope function gets a second, dim
+// row under it: "↳ 97% of its samples in memcpy [libc.so.6]". `--compare` has
+// its own table (at the end).
 #include "text_report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -30,6 +34,8 @@ constexpr size_t change_width = 16;  // --compare: each of before, after, change
 constexpr size_t verdict_width = 13;
 constexpr size_t min_line_width = 24;
 constexpr double nearest_speedup_tolerance = 0.05 + 1e-9;  // one runtime speedup step
+constexpr double mostly_in_callee = 0.5;  // a callee with this share of a line's stack samples is shown
+constexpr size_t max_library_width = 30;  // a callee's library: a base name, rarely long
 
 namespace ansi {
 constexpr const char* bold = "\x1b[1m";
@@ -90,6 +96,58 @@ std::string shorten_left(std::string_view s, size_t width) {
     --keep;
   }
   return "…" + std::string(s.substr(pos));
+}
+
+// "ns::f<int>(char const*, unsigned long) const" -> "ns::f<int>(…) const":
+// the parameters are what a reader of a one-line note misses least.
+std::string without_parameters(std::string_view name) {
+  size_t close = name.rfind(')');
+  if (close == std::string_view::npos) return std::string(name);
+  int depth = 0;
+  for (size_t i = close + 1; i-- > 0;) {
+    if (name[i] == ')') {
+      ++depth;
+    } else if (name[i] == '(' && --depth == 0) {
+      if (close == i + 1) break;  // "()": nothing to leave out
+      return std::string(name.substr(0, i + 1)) + "…" + std::string(name.substr(close));
+    }
+  }
+  return std::string(name);
+}
+
+// "std::vector<std::pair<int, int> >::push_back(…)" -> "std::vector<…>::push_back(…)".
+// The '<' and '>' of operator<, operator<<, operator->... are not brackets.
+std::string without_template_arguments(std::string_view name) {
+  std::string out;
+  int depth = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    bool word_start = i == 0 || !(std::isalnum(static_cast<unsigned char>(name[i - 1])) || name[i - 1] == '_');
+    if (word_start && name.compare(i, 8, "operator") == 0) {
+      size_t end = name.find_first_not_of("<>=-!", i + 8);
+      if (end == std::string_view::npos) end = name.size();
+      if (depth == 0) out.append(name.substr(i, end - i));
+      i = end - 1;
+    } else if (name[i] == '<') {
+      if (depth++ == 0) out += "<…";
+    } else if (name[i] == '>' && depth > 0) {
+      if (--depth == 0) out += '>';
+    } else if (depth == 0) {
+      out += name[i];
+    }
+  }
+  return depth == 0 ? out : std::string(name);  // unbalanced: leave it as it is
+}
+
+// A callee function name in at most `width` columns: whole, else without its
+// parameters, else without template arguments too, else its right end (where
+// a C++ name says which function it is).
+std::string fit_function(std::string_view name, size_t width) {
+  std::string text = printable(name);
+  if (columns(text) <= width) return text;
+  text = without_parameters(text);
+  if (columns(text) <= width) return text;
+  text = without_template_arguments(text);
+  return columns(text) <= width ? text : shorten_left(text, width);
 }
 
 std::string pad_left(std::string_view s, size_t width) {
@@ -161,6 +219,17 @@ std::string compact_count(uint64_t n) {
   if (n < 999'500) return scaled(n, 1e3, "k");
   if (n < 999'500'000) return scaled(n, 1e6, "M");
   return ">1G";
+}
+
+// 8337 -> "8,337".
+std::string grouped(uint64_t n) {
+  std::string digits = fmt::format("{}", n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 std::string note(const LineEffect& e) {
@@ -273,10 +342,24 @@ class Writer {
       case Label::Negative: impact = paint(impact, ansi::red); break;
       case Label::Unmeasured:
         out_ << paint(line + impact + effects + samples + exps + tail, ansi::dim) << '\n';
+        callee_row(e);
         return;
       default: tail = paint(tail, ansi::dim); break;
     }
     out_ << line << impact << effects << samples << exps << tail << '\n';
+    callee_row(e);
+  }
+
+  // "     ↳ 97% of its samples in memcpy [libc.so.6]" under a line that is mostly inside one callee.
+  void callee_row(const LineEffect& e) {
+    if (!e.callee || !(e.callee->share >= mostly_in_callee)) return;
+    std::string head =
+        std::string(rank_width + 2, ' ') + fmt::format("↳ {:.0f}% of its samples in ", e.callee->share * 100.0);
+    std::string library = " [" + shorten_left(printable(e.callee->library), max_library_width) + "]";
+    size_t used = columns(head) + columns(library);
+    std::string function = fit_function(e.callee->function, width_ > used ? width_ - used : 1);
+    out_ << paint(head + function + library, ansi::dim) << '\n';
+    any_callee_row_ = true;
   }
 
   void footer() {
@@ -290,6 +373,13 @@ class Writer {
                     ansi::dim)
            << '\n';
     }
+    if (any_callee_row_) {
+      out_ << paint(wrap("↳ N% of its samples in F [LIB]: in N% of the line's sampled call stacks the time was "
+                         "spent inside F, a function of LIB outside the profiled scope that the line calls.",
+                         width_),
+                    ansi::dim)
+           << '\n';
+    }
     if (a_.options.baseline == Baseline::Line) {
       out_ << paint(wrap("baselines: each line's own 0% experiments where usable, else all 0% experiments", width_),
                     ansi::dim)
@@ -297,6 +387,15 @@ class Writer {
     }
     out_ << fmt::format("{}, {}, {}\n", plural(a_.experiments, "experiment"),
                         plural(a_.points.size(), "progress point"), plural(a_.total_samples, "sample"));
+    if (a_.sampling) {
+      const SamplingTotals& s = *a_.sampling;
+      std::string lost = s.lost > 0 ? fmt::format(" ({} lost by the kernel)", grouped(s.lost)) : "";
+      out_ << (s.samples > 0 ? fmt::format("in-scope samples: {} of {} taken{}\n",
+                                           percent(static_cast<double>(s.in_scope) / static_cast<double>(s.samples),
+                                                   false),
+                                           grouped(s.samples), lost)
+                             : fmt::format("in-scope samples: none taken{}\n", lost));
+    }
     if (a_.experiments == 0) {
       hint("no experiments: add a progress point (COZ_PROGRESS) or use --end-to-end, run longer, build with -g");
     } else if (a_.points.empty()) {
@@ -322,6 +421,7 @@ class Writer {
   size_t line_width_ = 0;
   std::vector<double> effect_columns_{0.25, 0.50, 1.00};  // line speedups shown as @N%
   bool show_exps_ = true;
+  bool any_callee_row_ = false;  // the footer explains the "↳" rows when there are some
 };
 
 std::string side_text(const std::optional<EffectSide>& s) {

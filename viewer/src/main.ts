@@ -3,11 +3,11 @@
 // `coz report`, and renders the causal ranking beside the conventional profile.
 // Everything runs offline: no request ever leaves the page.
 import { analyze, Analysis, BaselineMode, LineEffect } from "./analysis/analysis";
-import { flameTree, splitLocation } from "./analysis/conventional";
+import { Callee, flameTree, parseStackFrame, splitLocation } from "./analysis/conventional";
 import { emptyProfile, formatWarning, mergeProfile, Profile, readProfile } from "./analysis/profile";
 import { clear, h } from "./ui/dom";
 import { renderFlame } from "./ui/flame";
-import { count, duration, pct, share, shortLocation } from "./ui/format";
+import { count, duration, pct, share, shortFunction, shortLocation } from "./ui/format";
 import { renderPlot } from "./ui/plot";
 
 interface LoadedFile {
@@ -21,6 +21,7 @@ type Tab = "lines" | "functions" | "stacks" | "blocked";
 const pageSize = 25; // effects per page of the ranking
 const tableRows = 100; // rows per conventional table before "show all"
 const hotShare = 0.05; // a line with this share of samples is "hot"
+const mostlyInCallee = 0.5; // a callee with this share of a line's stack samples is shown (as in `coz report`)
 
 const state = {
   files: [] as LoadedFile[],
@@ -210,6 +211,14 @@ function renderHeader() {
     stat("lines measured", count(measured)),
     stat("would speed up the program", count(positive), "lines whose impact interval is above 0"),
     stat("samples", count(a.total_samples)),
+    a.sampling && a.sampling.samples > 0
+      ? stat(
+          "in-scope samples",
+          share(a.sampling.in_scope / a.sampling.samples),
+          `${count(a.sampling.in_scope)} of the ${count(a.sampling.samples)} samples taken were in a line in scope` +
+            (a.sampling.lost > 0 ? `; ${count(a.sampling.lost)} more were lost by the kernel` : ""),
+        )
+      : "",
     stat("run time", duration(a.runtime_ns)),
   );
   const warnings = $("warnings");
@@ -301,6 +310,25 @@ function renderRanking() {
   if (effects.length === 0 && a.effects.length > 0) list.append(h("p", { class: "muted" }, "No line matches the filters."));
 }
 
+/** "↳ 97% of its samples in memcpy [libc.so.6]" under a line mostly inside one out-of-scope callee; null otherwise. */
+function calleeNote(c: Callee | null): HTMLElement | null {
+  if (!c || !(c.share >= mostlyInCallee)) return null;
+  const title =
+    `${count(c.samples)} of the ${count(c.stack_samples)} sampled call stacks of this line continue in\n${c.function}\n` +
+    `a function of ${c.library}, outside the profiled scope, that the line calls.`;
+  // A long function name is cut (CSS ellipsis), never the library.
+  return h(
+    "div",
+    { class: "callee", title },
+    h("span", { class: "head" }, "↳ ", h("b", {}, `${(c.share * 100).toFixed(0)}%`), " of its samples in "),
+    h("span", { class: "callee-fn" }, shortFunction(c.function)),
+    h("span", { class: "lib" }, ` [${c.library}]`),
+  );
+}
+
+/** For a tooltip: the line's top callee, also when it holds less than half of its samples. */
+const calleeTitle = (c: Callee | null) => (c ? `\n${(c.share * 100).toFixed(0)}% of its sampled call stacks in ${c.function} [${c.library}]` : "");
+
 const effectsByCard = new WeakMap<Element, LineEffect>();
 
 const labelText: Record<string, string> = {
@@ -342,6 +370,7 @@ function card(e: LineEffect, rank: number): HTMLElement {
       h("span", { class: "point", title: `progress point ${e.point} (${e.kind})` }, `${e.kind === "latency" ? "latency · " : ""}${shortLocation(e.point).short}`),
     ),
     e.function ? h("div", { class: "fn" }, e.function) : null,
+    calleeNote(e.callee),
     h(
       "div",
       { class: "body" },
@@ -398,21 +427,40 @@ function renderConventional() {
     const best = new Map<string, LineEffect>();
     for (const e of a.effects) if (!best.has(e.line)) best.set(e.line, e);
     if (conv.lines.length === 0) return panel.append(h("p", { class: "muted" }, "No samples in this profile."));
-    const rows = conv.lines.slice(0, limit(conv.lines.length)).map((l, i) => {
+    const rows = conv.lines.slice(0, limit(conv.lines.length)).flatMap((l, i) => {
       const e = best.get(l.location);
       const { short, dir } = shortLocation(l.location, 14);
       const hotUseless = e && l.share >= hotShare && (e.label === "no-effect" || e.label === "negative");
-      return h(
+      // The callee note gets a row of its own, across the table: function names are long.
+      const note = calleeNote(l.callee);
+      const row = h(
         "tr",
-        { class: hotUseless ? "hot-useless-row" : "" },
+        { class: [hotUseless ? "hot-useless-row" : "", note ? "has-callee" : ""].join(" ").trim() },
         h("td", { class: "num muted" }, i + 1),
-        h("td", { class: "loc", title: l.location + (l.function ? `\n${l.function}` : "") }, h("span", { class: "dir" }, dir), h("b", {}, short), l.function ? h("div", { class: "fn" }, l.function) : null),
+        h(
+          "td",
+          { class: "loc", title: l.location + (l.function ? `\n${l.function}` : "") + calleeTitle(l.callee) },
+          h("span", { class: "dir" }, dir),
+          h("b", {}, short),
+          l.function ? h("div", { class: "fn" }, l.function) : null,
+        ),
         h("td", { class: "num" }, share(l.share), bar(l.share)),
         h("td", { class: "num" }, e && e.measured ? h("span", { class: `impact-${e.label}` }, pct(e.impact)) : h("span", { class: "muted" }, e ? "not measured" : "no experiments")),
       );
+      if (!note) return [row];
+      return [row, h("tr", { class: `callee-row ${hotUseless ? "hot-useless-row" : ""}`.trim() }, h("td", {}), h("td", { colspan: 3 }, note))];
     });
     panel.append(
-      h("p", { class: "caption" }, "Where the samples fell, next to what speeding the line up would do. ", h("span", { class: "hot-useless-key" }, "Highlighted"), " lines are hot but useless: many samples, no measurable effect."),
+      h(
+        "p",
+        { class: "caption" },
+        "Where the samples fell, next to what speeding the line up would do. ",
+        h("span", { class: "hot-useless-key" }, "Highlighted"),
+        " lines are hot but useless: many samples, no measurable effect.",
+        conv.lines.some((l) => l.callee && l.callee.share >= mostlyInCallee)
+          ? h("span", {}, " ", h("span", { class: "callee-key" }, "↳ N% of its samples in F [LIB]"), ": in N% of the line's sampled call stacks, the time was spent inside F, a function of the library LIB (outside the profiled scope) that the line calls.")
+          : null,
+      ),
       h("table", { id: "conventional-lines" }, h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, "line"), h("th", { class: "num" }, "samples"), h("th", { class: "num" }, "causal impact"))), h("tbody", {}, ...rows)),
       showAll(conv.lines.length),
     );
@@ -430,7 +478,16 @@ function renderConventional() {
   } else if (state.tab === "stacks") {
     const root = flameTree(conv.stacks);
     if (!root) return panel.append(h("p", { class: "muted" }, "No call stacks in this profile (", h("code", {}, "stack"), " records are written by our runtime, not by Coz)."));
-    panel.append(h("p", { class: "caption" }, `Flame graph of ${count(root.value)} sampled call stacks, outermost frame on top; width = share of samples. Click a frame to zoom.`), renderFlame(root));
+    const callees = conv.stacks.some((st) => st.frames.some((f) => parseStackFrame(f).kind === "callee"));
+    panel.append(
+      h(
+        "p",
+        { class: "caption" },
+        `Flame graph of ${count(root.value)} sampled call stacks, outermost frame on top; width = share of samples. Click a frame to zoom.`,
+        callees ? h("span", {}, " ", h("span", { class: "callee-frame-key" }, "Grey frames"), " are functions outside the profiled scope (library in brackets), called by the line above them.") : null,
+      ),
+      renderFlame(root),
+    );
   } else {
     if (conv.blocked.length === 0) return panel.append(h("p", { class: "muted" }, "No blocked time in this profile (", h("code", {}, "blocked"), " records are written by our runtime, not by Coz)."));
     const total = conv.blocked.reduce((t, b) => t + b.time_ns, 0);

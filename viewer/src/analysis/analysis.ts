@@ -2,8 +2,8 @@
 // tools/analysis/ implements the same document; test/vectors/ checks both).
 // Section numbers (§) refer to docs/analysis.md. The result has the shape of
 // `coz report --json` (§11), snake_case keys and all; undefined numbers are null.
-import { Profile } from "./profile";
-import { conventionalProfile, ConventionalProfile } from "./conventional";
+import { Profile, SamplingTotals } from "./profile";
+import { Callee, conventionalProfile, ConventionalProfile } from "./conventional";
 import { compareStrings } from "./order";
 
 export type PointKind = "throughput" | "latency";
@@ -49,6 +49,7 @@ export interface LineEffect {
   samples: number;
   sample_share: number;
   function: string;
+  callee: Callee | null; // where its stack samples mostly continue; null without callee frames
   measured: boolean;
   baseline: BaselineSource;
   baseline_ns: number | null;
@@ -87,6 +88,7 @@ export interface Analysis {
   experiments: number;
   runtime_ns: number;
   total_samples: number;
+  sampling: SamplingTotals | null; // from `sampling` records; null in older files
   points: PointSummary[];
   effects: LineEffect[];
   profile: ConventionalProfile;
@@ -211,6 +213,7 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
     samples: 0,
     sample_share: 0,
     function: "",
+    callee: null,
     measured: false,
     baseline: "none",
     baseline_ns: null,
@@ -373,6 +376,7 @@ export function analyze(profile: Profile, options: AnalysisOptions = {}): Analys
       e.samples = profile.samples.get(line) ?? 0;
       e.sample_share = totalSamples > 0 ? e.samples / totalSamples : 0;
       e.function = profile.functions.get(line) ?? "";
+      e.callee = conv.callees.get(line) ?? null;
       effects.push(e);
     }
   }
@@ -394,6 +398,7 @@ export function analyze(profile: Profile, options: AnalysisOptions = {}): Analys
     experiments: profile.experiments.length,
     runtime_ns: profile.runtimeNs,
     total_samples: totalSamples,
+    sampling: profile.sampling.processes > 0 ? { ...profile.sampling } : null,
     points: summaries,
     effects,
     profile: conv.profile,

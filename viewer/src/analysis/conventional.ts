@@ -1,13 +1,24 @@
 // The conventional profile shown beside the causal one (docs/analysis.md §9):
-// where the samples fell (lines, functions, call stacks) and where threads waited.
+// where the samples fell (lines, functions, call stacks), which out-of-scope
+// function (memcpy, qsort...) each line's stacks continue in, and where threads waited.
 import { compareStrings as cmp } from "./order";
 import { Profile } from "./profile";
+
+/** The out-of-scope function in which a line's sampled call stacks continue most often. */
+export interface Callee {
+  function: string; // demangled name, or the offset in hex ("0x1f40") without a symbol
+  library: string; // the object's base name ("libc.so.6")
+  samples: number; // the line's stack samples that continue in this callee
+  stack_samples: number; // all stack samples whose innermost in-scope frame is the line
+  share: number; // samples / stack_samples
+}
 
 export interface LineSamples {
   location: string;
   function: string;
   samples: number;
   share: number;
+  callee: Callee | null;
 }
 export interface FunctionSamples {
   function: string;
@@ -33,17 +44,70 @@ export interface ConventionalProfile {
   blocked: BlockedSite[];
 }
 
+/**
+ * One frame of a `stack` record: in-scope (`FILE:LINE`, `BINARY:FUNCTION`), an
+ * out-of-scope callee `FUNCTION [LIBRARY]` (ends with "]", contains " [";
+ * LIBRARY is between the last " [" and the final "]"), or skipped: empty, or
+ * callee-shaped with an empty FUNCTION or LIBRARY.
+ */
+export type StackFrame = { kind: "in-scope" } | { kind: "callee"; function: string; library: string } | { kind: "skipped" };
 
-export function conventionalProfile(profile: Profile): { total_samples: number; profile: ConventionalProfile } {
+export function parseStackFrame(frame: string): StackFrame {
+  if (frame === "") return { kind: "skipped" };
+  const open = frame.lastIndexOf(" [");
+  if (!frame.endsWith("]") || open < 0) return { kind: "in-scope" };
+  const fn = frame.slice(0, open);
+  const library = frame.slice(open + 2, -1);
+  return fn === "" || library === "" ? { kind: "skipped" } : { kind: "callee", function: fn, library };
+}
+
+/** Per in-scope line: its top callee (docs/analysis.md §9, "Callees"); lines without one are absent. */
+export function topCallees(stacks: Map<string, number>): Map<string, Callee> {
+  const lines = new Map<string, { stackSamples: number; callees: Map<string, number> }>();
+  for (const [raw, count] of stacks) {
+    let line: string | null = null; // innermost in-scope frame so far
+    let callee: string | null = null; // the frame right after it, when a callee
+    let rightAfterLine = false;
+    for (const frame of raw.split(";")) {
+      const kind = parseStackFrame(frame).kind;
+      if (kind === "in-scope") {
+        line = frame;
+        callee = null;
+        rightAfterLine = true;
+      } else if (kind === "callee") {
+        if (rightAfterLine) callee = frame;
+        rightAfterLine = false;
+      }
+    }
+    if (line === null) continue; // only out-of-scope frames: no line to charge
+    let t = lines.get(line);
+    if (!t) lines.set(line, (t = { stackSamples: 0, callees: new Map() }));
+    t.stackSamples = Math.min(t.stackSamples + count, 18446744073709551615);
+    if (callee !== null) t.callees.set(callee, Math.min((t.callees.get(callee) ?? 0) + count, 18446744073709551615));
+  }
+  const out = new Map<string, Callee>();
+  for (const [line, t] of lines) {
+    let top: [string, number] | null = null;
+    // Largest count; on a tie the first in byte order.
+    for (const entry of t.callees) if (top === null || entry[1] > top[1] || (entry[1] === top[1] && cmp(entry[0], top[0]) < 0)) top = entry;
+    if (top === null) continue;
+    const frame = parseStackFrame(top[0]) as { function: string; library: string };
+    out.set(line, { function: frame.function, library: frame.library, samples: top[1], stack_samples: t.stackSamples, share: top[1] / t.stackSamples });
+  }
+  return out;
+}
+
+export function conventionalProfile(profile: Profile): { total_samples: number; profile: ConventionalProfile; callees: Map<string, Callee> } {
   let total = 0;
   for (const c of profile.samples.values()) total = Math.min(total + c, 18446744073709551615);
   const share = (n: number) => (total > 0 ? n / total : 0);
 
+  const callees = topCallees(profile.stacks);
   const lines: LineSamples[] = [];
   const byFunction = new Map<string, FunctionSamples>();
   for (const [location, samples] of profile.samples) {
     const fn = profile.functions.get(location) ?? "";
-    lines.push({ location, function: fn, samples, share: share(samples) });
+    lines.push({ location, function: fn, samples, share: share(samples), callee: callees.get(location) ?? null });
     if (fn === "") continue; // a location without a name is in no function
     const f = byFunction.get(fn) ?? { function: fn, samples: 0, share: 0, lines: 0 };
     f.samples += samples;
@@ -67,7 +131,7 @@ export function conventionalProfile(profile: Profile): { total_samples: number; 
   const blocked = [...profile.blocked.values()]
     .map((b) => ({ site: b.site, kind: b.kind, time_ns: b.timeNs, count: b.count }))
     .sort((a, b) => b.time_ns - a.time_ns || cmp(a.site, b.site) || cmp(a.kind, b.kind));
-  return { total_samples: total, profile: { lines, functions, stacks, blocked } };
+  return { total_samples: total, profile: { lines, functions, stacks, blocked }, callees };
 }
 
 /** A node of the flame graph: a frame, its samples inclusive of callees. */
@@ -86,7 +150,7 @@ export function flameTree(stacks: StackSamples[]): FlameNode | null {
     root.value += count;
     let node = root;
     for (const frame of frames) {
-      if (frame === "") continue;
+      if (parseStackFrame(frame).kind === "skipped") continue; // empty or malformed: as the analysis does
       let kids = index.get(node);
       if (!kids) index.set(node, (kids = new Map()));
       let child = kids.get(frame);

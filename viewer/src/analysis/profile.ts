@@ -34,6 +34,14 @@ export interface BlockedTime {
   count: number;
 }
 
+/** How the samples were attributed, summed over the processes' `sampling` records. */
+export interface SamplingTotals {
+  processes: number; // sampling records read
+  samples: number; // samples taken
+  in_scope: number; // attributed to an in-scope line
+  lost: number; // dropped by the kernel
+}
+
 export interface Profile {
   experiments: Experiment[];
   samples: Map<string, number>; // FILE:LINE -> samples (summed)
@@ -41,6 +49,7 @@ export interface Profile {
   stacks: Map<string, number>; // frames (outermost first, ';'-separated) -> samples
   blocked: Map<string, BlockedTime>; // site + kind -> totals
   runtimeNs: number;
+  sampling: SamplingTotals;
   sources: string[]; // names of the files read
   warnings: Array<{ file: string; line: number; message: string }>; // line 0: the whole file
   warningsDropped: number;
@@ -59,6 +68,7 @@ export function emptyProfile(): Profile {
     stacks: new Map(),
     blocked: new Map(),
     runtimeNs: 0,
+    sampling: { processes: 0, samples: 0, in_scope: 0, lost: 0 },
     sources: [],
     warnings: [],
     warningsDropped: 0,
@@ -75,6 +85,13 @@ export const formatWarning = (w: { file: string; line: number; message: string }
   w.line > 0 ? `${w.file}:${w.line}: ${w.message}` : w.message;
 
 const saturatingAdd = (a: number, b: number) => Math.min(a + b, u64Max);
+
+function addSampling(into: SamplingTotals, t: SamplingTotals) {
+  into.processes = saturatingAdd(into.processes, t.processes);
+  into.samples = saturatingAdd(into.samples, t.samples);
+  into.in_scope = saturatingAdd(into.in_scope, t.in_scope);
+  into.lost = saturatingAdd(into.lost, t.lost);
+}
 
 // std::from_chars grammar: no leading '+', no spaces, no hex.
 const unsignedText = /^[0-9]+$/;
@@ -252,8 +269,12 @@ class Reader {
     } else if (t === "runtime") {
       const time = f.count("time");
       if (f.ok) p.runtimeNs = saturatingAdd(p.runtimeNs, time);
+    } else if (t === "sampling") {
+      const samples = f.count("samples");
+      const inScope = f.count("in-scope");
+      const lost = f.count("lost");
+      if (f.ok) addSampling(p.sampling, { processes: 1, samples, in_scope: inScope, lost });
     } else if (t === "stack") {
-      // Viewer only (conventional profile); the C++ analysis ignores it.
       const frames = f.text("frames");
       const count = f.count("count");
       if (f.ok) p.stacks.set(frames, saturatingAdd(p.stacks.get(frames) ?? 0, count));
@@ -313,6 +334,7 @@ export function mergeProfile(into: Profile, one: Profile): void {
     into.blocked.set(k, t);
   }
   into.runtimeNs = saturatingAdd(into.runtimeNs, one.runtimeNs);
+  addSampling(into.sampling, one.sampling);
   into.sources.push(...one.sources);
   for (const w of one.warnings) warn(into, w.file, w.line, w.message);
   into.warningsDropped += one.warningsDropped;

@@ -42,3 +42,41 @@ export function shortLocation(loc: string, maxDir = 30): { short: string; dir: s
   }
   return { short: loc.slice(slash + 1), dir };
 }
+
+/** "ns::f<int>(char const*, int) const" -> "ns::f<int>(…) const" (the last parameter list). */
+function withoutParameters(name: string): string {
+  const close = name.lastIndexOf(")");
+  if (close < 0) return name;
+  let depth = 0;
+  for (let i = close; i >= 0; --i) {
+    if (name[i] === ")") ++depth;
+    else if (name[i] === "(" && --depth === 0) return close === i + 1 ? name : name.slice(0, i + 1) + "…" + name.slice(close);
+  }
+  return name;
+}
+
+/** "std::vector<std::pair<int, int> >::push_back" -> "std::vector<…>::push_back"; operator<, operator-> stay. */
+function withoutTemplateArguments(name: string): string {
+  let out = "";
+  let depth = 0;
+  for (let i = 0; i < name.length; ++i) {
+    if (name.startsWith("operator", i) && (i === 0 || !/[A-Za-z0-9_]/.test(name[i - 1]))) {
+      let end = i + 8;
+      while (end < name.length && "<>=-!".includes(name[end])) ++end;
+      if (depth === 0) out += name.slice(i, end);
+      i = end - 1;
+    } else if (name[i] === "<") {
+      if (depth++ === 0) out += "<…";
+    } else if (name[i] === ">" && depth > 0) {
+      if (--depth === 0) out += ">";
+    } else if (depth === 0) out += name[i];
+  }
+  return depth === 0 ? out : name;
+}
+
+/** A C++ function name in about `max` characters: whole, else without parameters, else without template arguments (CSS cuts the rest). */
+export function shortFunction(name: string, max = 48): string {
+  if (name.length <= max) return name;
+  const plain = withoutParameters(name);
+  return plain.length <= max ? plain : withoutTemplateArguments(plain);
+}
