@@ -79,6 +79,7 @@ ElfFile::Section ElfFile::section(std::string_view name) const {
       if (std::string_view(sec_name, len) != name) continue;
       const auto& hdr = sec.get_hdr();
       result.present = true;
+      result.address = hdr.addr;
       result.compressed = (static_cast<uint64_t>(hdr.flags) & shf_compressed) != 0;
       if (hdr.type != elf::sht::nobits && sec.size() > 0) {
         result.bytes = {static_cast<const uint8_t*>(sec.data()), sec.size()};

@@ -22,6 +22,7 @@ class ElfFile {
  public:
   struct Section {
     std::span<const uint8_t> bytes;  // empty if absent or SHT_NOBITS (a stripped copy); inflated if compressed
+    uint64_t address = 0;            // sh_addr: where the section is loaded (file address, before the load bias)
     bool present = false;
     bool compressed = false;  // SHF_COMPRESSED in the file
     std::string error;        // non-empty: a compressed section that could not be inflated (bytes empty)
