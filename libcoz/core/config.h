@@ -36,8 +36,11 @@ struct Config {
   // --- fixed internals ---
   uint64_t poll_interval_ns = 2'000'000;  // profiler thread wake-up during an experiment with latency points, 2 ms
   uint64_t idle_wake_ns = 20'000'000;     // its wake-up when nothing needs polling: how soon it sees the program gone
-  unsigned ring_data_pages = 2;           // perf ring buffer size per thread (pages, power of two)
-  unsigned max_callchain = 32;            // frames the kernel records per sample
+  static constexpr unsigned max_unwind_frames = 64;  // frames a sample's stack walk follows at most
+  /// User stack the kernel copies into each sample, from the sampled rsp up,
+  /// for the walk (bytes, a multiple of 8). See docs/unwinding.md for how it
+  /// was chosen; a walk that needs more stops as "unreadable".
+  static constexpr unsigned stack_sample_bytes = 8192;
   unsigned delay_sampling_rate = 2;       // samples per sample period while an experiment inserts delays (see Profiler::begin)
 
   /// Every experiment is a 0% baseline (--fixed-speedup 0): no delay is ever inserted.

@@ -111,6 +111,14 @@ void ProfileWriter::write_stacks(const std::vector<std::pair<std::string, uint64
 
 void ProfileWriter::write_blocked(const std::vector<Blocked>& blocked) { append(format_blocked(blocked)); }
 
+std::string ProfileWriter::format_sampling(const SamplingTotals& t) {
+  std::string out = fmt::format("sampling\tsamples={}\tin-scope={}\tlost={}", t.samples, t.in_scope, t.lost);
+  for (const auto& [key, count] : t.walks) out += fmt::format("\t{}={}", key, count);
+  return out + "\n";
+}
+
+void ProfileWriter::write_sampling(const SamplingTotals& totals) { append(format_sampling(totals)); }
+
 void ProfileWriter::write_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command) {
   append(format_startup(realtime_ns, pid, parent_pid, command));
 }

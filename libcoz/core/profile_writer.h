@@ -39,6 +39,16 @@ class ProfileWriter {
   };
   void write_samples(const std::vector<Samples>& samples);
   void write_runtime(uint64_t ns);
+  /// How the process's samples were attributed (a `sampling` record, once at exit).
+  struct SamplingTotals {
+    uint64_t samples = 0;
+    uint64_t in_scope = 0;  // attributed to an in-scope line
+    uint64_t lost = 0;      // dropped by the kernel
+    /// Stack walks by how they ended: "unwound" (to the stack's first frame,
+    /// or deep enough), then "stopped-<reason>".
+    std::vector<std::pair<std::string, uint64_t>> walks;
+  };
+  void write_sampling(const SamplingTotals& totals);
   /// `stacks`: (frames "A;B" outermost first, count since the previous record for them).
   void write_stacks(const std::vector<std::pair<std::string, uint64_t>>& stacks);
   struct Blocked {
@@ -55,6 +65,7 @@ class ProfileWriter {
   static std::string format_samples(const std::vector<Samples>& samples);
   static std::string format_stacks(const std::vector<std::pair<std::string, uint64_t>>& stacks);
   static std::string format_blocked(const std::vector<Blocked>& blocked);
+  static std::string format_sampling(const SamplingTotals& totals);
 
  private:
   void append(const std::string& block);

@@ -2,12 +2,12 @@
 
 namespace coz {
 
-void StackTable::add(SourceLine* const* frames, size_t depth) {
+void StackTable::add(const StackFrame* frames, size_t depth) {
   if (depth == 0) return;
   if (depth > max_frames) depth = max_frames;
   uint64_t key = 1469598103934665603ull;  // FNV-1a over the frame addresses
   for (size_t i = 0; i < depth; ++i) {
-    key ^= reinterpret_cast<uintptr_t>(frames[i]);
+    key ^= frames[i];
     key *= 1099511628211ull;
   }
   key ^= depth;
@@ -33,7 +33,8 @@ void StackTable::add(SourceLine* const* frames, size_t depth) {
   dropped_.fetch_add(1, std::memory_order_relaxed);
 }
 
-std::vector<std::pair<std::string, uint64_t>> StackTable::take_new() {
+std::vector<std::pair<std::string, uint64_t>> StackTable::take_new(
+    const std::function<std::string(uint64_t)>& function_name) {
   std::vector<std::pair<std::string, uint64_t>> out;
   for (Slot& slot : slots_) {
     if (!slot.ready.load(std::memory_order_acquire)) continue;
@@ -42,7 +43,9 @@ std::vector<std::pair<std::string, uint64_t>> StackTable::take_new() {
     std::string folded;
     for (size_t i = slot.depth; i-- > 0;) {  // outermost first
       if (!folded.empty()) folded += ';';
-      folded += slot.frames[i]->name();
+      StackFrame f = slot.frames[i];
+      if (SourceLine* line = line_of(f)) folded += line->name();
+      else folded += function_name(f / 2);
     }
     out.emplace_back(std::move(folded), count - slot.reported);
     slot.reported = count;

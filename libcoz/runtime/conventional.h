@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -15,18 +16,31 @@
 
 namespace coz {
 
-/// Call stacks (in-scope frames only) counted from the sampling path: a
-/// fixed, preallocated open-addressing table, so inserting needs no
-/// allocation and no lock. A stack that finds no free slot is dropped and counted.
+/// One frame of a folded stack: an in-scope line (a SourceLine*, aligned,
+/// so its low bit is 0) or an out-of-scope function that an in-scope line
+/// called (its entry address * 2 + 1), named only when written.
+using StackFrame = uintptr_t;
+
+/// Call stacks (in-scope lines and the functions they called) counted from
+/// the sampling path: a fixed, preallocated open-addressing table, so
+/// inserting needs no allocation and no lock. A stack that finds no free
+/// slot is dropped and counted.
 class StackTable {
  public:
   static constexpr size_t max_frames = 16;
 
-  /// `frames` innermost first. Async-signal-safe.
-  void add(SourceLine* const* frames, size_t depth);
+  static StackFrame line_frame(SourceLine* line) { return reinterpret_cast<uintptr_t>(line); }
+  static StackFrame function_frame(uint64_t entry) { return static_cast<uintptr_t>(entry) * 2 + 1; }
+  /// The line of a line frame, nullptr for a function frame.
+  static SourceLine* line_of(StackFrame f) { return (f & 1) ? nullptr : reinterpret_cast<SourceLine*>(f); }
 
-  /// (frames "A;B;C" outermost first, count since the last call). Not for signal context.
-  std::vector<std::pair<std::string, uint64_t>> take_new();
+  /// `frames` innermost first. Async-signal-safe.
+  void add(const StackFrame* frames, size_t depth);
+
+  /// (frames "A;B;C" outermost first, count since the last call); a function
+  /// frame is named by `function_name(entry address)`. Not for signal context.
+  std::vector<std::pair<std::string, uint64_t>> take_new(
+      const std::function<std::string(uint64_t)>& function_name);
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
@@ -37,7 +51,7 @@ class StackTable {
     std::atomic<uint64_t> key{0};  // 0: free
     std::atomic<bool> ready{false};
     uint32_t depth = 0;
-    SourceLine* frames[max_frames];
+    StackFrame frames[max_frames];
     std::atomic<uint64_t> count{0};
     uint64_t reported = 0;
   };

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 
 namespace coz {
@@ -12,22 +13,28 @@ bool PerfRing::map(int fd, unsigned data_pages) {
   size_t size = page * (1 + data_pages);
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) return false;
-  meta_ = static_cast<perf_event_mmap_page*>(p);
   data_ = static_cast<unsigned char*>(p) + page;
   data_size_ = page * data_pages;
   map_size_ = size;
+  // meta_ last: a sample signal arriving now (the thread's other sampler is
+  // already running) drains only a ring that is whole.
+  std::atomic_signal_fence(std::memory_order_release);
+  meta_ = static_cast<perf_event_mmap_page*>(p);
   return true;
 }
 
 void PerfRing::unmap() {
-  if (meta_) munmap(meta_, map_size_);
+  void* mapped = meta_;
   meta_ = nullptr;
+  std::atomic_signal_fence(std::memory_order_release);
+  if (mapped) munmap(mapped, map_size_);
   data_ = nullptr;
 }
 
 PerfRing::Mapping PerfRing::release() {
   Mapping m{meta_, map_size_};
   meta_ = nullptr;
+  std::atomic_signal_fence(std::memory_order_release);
   data_ = nullptr;
   return m;
 }

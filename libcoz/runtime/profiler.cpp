@@ -13,6 +13,20 @@
 namespace coz {
 
 namespace {
+
+ProfileWriter::SamplingTotals sampling_totals(const SamplingStats& stats) {
+  ProfileWriter::SamplingTotals t;
+  t.samples = stats.samples.load(std::memory_order_relaxed);
+  t.in_scope = t.samples - std::min(t.samples, stats.unattributed.load(std::memory_order_relaxed));
+  t.lost = stats.lost.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < std::size(stats.unwind_stops); ++i) {
+    auto stop = static_cast<UnwindStop>(i);
+    std::string key = stop == UnwindStop::Outermost ? "unwound" : std::string("stopped-") + unwind_stop_name(stop);
+    t.walks.emplace_back(std::move(key), stats.unwind_stops[i].load(std::memory_order_relaxed));
+  }
+  return t;
+}
+
 constexpr const char* end_to_end_point = "end-to-end";
 }
 
@@ -26,7 +40,7 @@ bool Profiler::wait_unless_stopping(uint64_t ns, uint64_t step_ns, bool poll_poi
     uint64_t now = sys::monotonic_ns();
     if (now >= deadline) return true;
     if (poll_points) poll_in_flight();
-    drain_quiet_rings(rt_);
+    drain_unsignalled_rings(rt_);
     unmap_retired_rings();
     sys::sleep_ns(std::min(deadline - now, step_ns));
   }
@@ -93,7 +107,7 @@ void Profiler::run() {
     if (!line) return;  // stopping
     double speedup = scheduler_.choose_speedup();
     uint64_t length = c.end_to_end ? UINT64_MAX : scheduler_.choose_length(visit_rates());
-    drain_quiet_rings(rt_);  // samples taken before the experiment are not the experiment's
+    drain_unsignalled_rings(rt_);  // samples taken before the experiment are not the experiment's
     {
       FutexGuard guard(lock_);
       if (stopping_.load(std::memory_order_acquire)) return;
@@ -106,7 +120,7 @@ void Profiler::run() {
     }
     if (!sleep_unless_stopping(length, true)) return;  // shutdown() ends it
 
-    drain_quiet_rings(rt_);  // the experiment's last samples
+    drain_unsignalled_rings(rt_);  // the experiment's last samples
     {
       FutexGuard guard(lock_);
       if (stopping_.load(std::memory_order_acquire)) return;
@@ -132,13 +146,13 @@ void Profiler::run() {
 }
 
 uint64_t Profiler::quiet_step(uint64_t step_ns) const {
-  return rt_.quiet_sampling ? std::min(step_ns, quiet_drain_ns_) : step_ns;
+  return rt_.quiet_sampling || kernel_sampling() ? std::min(step_ns, quiet_drain_ns_) : step_ns;
 }
 
 SourceLine* Profiler::wait_for_fixed_line() {
   while (!stopping_.load(std::memory_order_acquire) && !program_gone()) {
     if (SourceLine* line = rt_.fixed_line.load(std::memory_order_acquire)) return line;
-    drain_quiet_rings(rt_);
+    drain_unsignalled_rings(rt_);
     sys::sleep_ns(quiet_step(rt_.config.poll_interval_ns));  // its library is not loaded yet
   }
   return nullptr;
@@ -146,7 +160,7 @@ SourceLine* Profiler::wait_for_fixed_line() {
 
 SourceLine* Profiler::wait_for_line() {
   while (!stopping_.load(std::memory_order_acquire) && !program_gone()) {
-    drain_quiet_rings(rt_);
+    drain_unsignalled_rings(rt_);
     if (SourceLine* line = choose_line()) return line;
     unmap_retired_rings();
     sys::sleep_ns(quiet_step(rt_.config.poll_interval_ns));
@@ -330,7 +344,12 @@ void Profiler::write_new_samples() {
     }
   }
   rt_.writer.write_samples(fresh);
-  rt_.writer.write_stacks(rt_.stacks.take_new());
+  std::vector<std::pair<std::string, uint64_t>> stacks;
+  {
+    FutexGuard guard(rt_.lines_lock);  // naming functions reads the object list that dlopen extends
+    stacks = rt_.stacks.take_new([&](uint64_t entry) { return rt_.frames.function_name(entry); });
+  }
+  rt_.writer.write_stacks(stacks);
   std::vector<ProfileWriter::Blocked> blocked;
   for (auto& b : rt_.blocked.take_new()) blocked.push_back({b.site, wait_kind_name(b.kind), b.ns, b.count});
   rt_.writer.write_blocked(blocked);
@@ -353,7 +372,7 @@ void Profiler::shutdown() {
   {
     FutexGuard guard(lock_);
     if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
-    drain_quiet_rings(rt_);
+    drain_unsignalled_rings(rt_);
     bool long_enough = running_.active && (rt_.config.end_to_end ||
                                            sys::monotonic_ns() - running_.start_ns >= rt_.config.experiment_min_ns);
     if (running_.active && !long_enough) {
@@ -372,6 +391,7 @@ void Profiler::shutdown() {
     rt_.writer.write_experiment(result);
   }
   write_new_samples();
+  rt_.writer.write_sampling(sampling_totals(rt_.stats));
   rt_.writer.write_runtime(sys::monotonic_ns() - rt_.start_ns);
 }
 

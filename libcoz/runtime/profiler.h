@@ -70,7 +70,7 @@ class Profiler {
   FutexLock lock_;  // guards running_ against shutdown() from the exiting thread
   Running running_;
   std::atomic<bool> stopping_{false};
-  uint64_t quiet_drain_ns_;  // longest sleep in a quiet run (drain_quiet_rings)
+  uint64_t quiet_drain_ns_;  // longest sleep in a quiet run (drain_unsignalled_rings)
   std::vector<uint64_t> choice_base_;  // each line's samples when the choice window started (by index)
 };
 

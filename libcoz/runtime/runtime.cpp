@@ -5,6 +5,7 @@
 #include <coz.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <string>
@@ -118,6 +119,13 @@ size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
   rt.lines.finalize();
   log::info("line map: {} objects in scope, {} lines, built in {:.1f} ms", objects, rt.lines.lines().size(),
             (sys::monotonic_ns() - t0) / 1e6);
+  // Every object, in scope or not: walks cross the others to reach the line that called them.
+  uint64_t t1 = sys::monotonic_ns();
+  size_t with_frames = rt.frames.add_loaded(sources_seen.main_executable, rt.config.debug_root);
+  if (with_frames > 0) {
+    log::info("frame tables: {} objects ({} without call-frame information), built in {:.1f} ms",
+              rt.frames.objects(), rt.frames.objects_without_cfi(), (sys::monotonic_ns() - t1) / 1e6);
+  }
   return objects;
 }
 
@@ -152,6 +160,7 @@ void on_fork_child() {
   rt->stats.samples.store(0);
   rt->stats.unattributed.store(0);
   rt->stats.lost.store(0);
+  for (auto& count : rt->stats.unwind_stops) count.store(0);
   rt->start_ns = sys::monotonic_ns();
   rt->writer.defer_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
   reset_live_threads_after_fork();
@@ -250,6 +259,28 @@ void start() {
   if (!g_profiler->start()) g_profiler = nullptr;
 }
 
+/// Without kernel sampling, time in system calls is charged to no line:
+/// say how much, so a user knows what the profile cannot see.
+void warn_if_kernel_time_unsampled(const Runtime& rt) {
+  if (kernel_sampling() || !rt.sampling_enabled) return;
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return;
+  auto seconds = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; };
+  double kernel = seconds(usage.ru_stime), total = kernel + seconds(usage.ru_utime);
+  constexpr double worth_saying = 0.05;  // of the CPU time
+  if (total <= 0 || kernel / total < worth_saying) return;
+  std::string paranoid = "?";
+  if (int fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    char buf[16] = {};
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n > 0) paranoid = std::string(buf, static_cast<size_t>(n) - (buf[n - 1] == '\n' ? 1 : 0));
+  }
+  log::warn("{:.2f} s of {:.2f} s CPU time ({:.0f}%) was spent in the kernel and not sampled: kernel sampling needs "
+            "perf_event_paranoid <= 1 (it is {}) or CAP_PERFMON",
+            kernel, total, 100 * kernel / total, paranoid);
+}
+
 void stop() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
@@ -266,6 +297,13 @@ void stop() {
   log::info("{} samples, {} outside the scope, {} lost; threads paused {:.1f} ms in all",
             rt->stats.samples.load(), rt->stats.unattributed.load(), rt->stats.lost.load(),
             rt->ledger.total_paused() / 1e6);
+  std::string walks;
+  for (size_t i = 0; i < std::size(rt->stats.unwind_stops); ++i) {
+    uint64_t n = rt->stats.unwind_stops[i].load();
+    if (n > 0) walks += fmt::format("{}{} {}", walks.empty() ? "" : ", ", n, unwind_stop_name(static_cast<UnwindStop>(i)));
+  }
+  if (!walks.empty()) log::info("stack walks: {}", walks);
+  warn_if_kernel_time_unsampled(*rt);
 }
 
 // Runs before the program's own constructors (preloaded libraries are

@@ -11,6 +11,7 @@
 #include "conventional.h"
 #include "delay.h"
 #include "line_map.h"
+#include "object_frames.h"
 #include "profile_writer.h"
 #include "progress_points.h"
 #include "futex_lock.h"
@@ -26,13 +27,19 @@ struct ExperimentState {
 
 struct SamplingStats {
   std::atomic<uint64_t> samples{0};
-  std::atomic<uint64_t> unattributed{0};  // no frame of the callchain in scope
+  std::atomic<uint64_t> unattributed{0};  // no frame of the walked stack in scope
   std::atomic<uint64_t> lost{0};          // dropped by the kernel (ring full)
+  /// Counted samples by why their stack walk ended (UnwindStop); Outermost
+  /// also counts walks that found as many in-scope frames as a stack keeps.
+  std::atomic<uint64_t> unwind_stops[5] = {};
 };
 
 struct Runtime {
   Config config;
   LineMap lines;
+  /// Every loaded object's call-frame information, for the sampling path's
+  /// stack walks; extended with the line map, under lines_lock.
+  ObjectFrames frames;
   /// Adding an object (dlopen, any thread) vs walking every line (profiler
   /// thread): a deque's iterators do not survive push_back. Lookups need no
   /// lock: lines never move, and find() reads a published table.
@@ -53,7 +60,7 @@ struct Runtime {
   bool sampling_enabled = true;
   /// No experiment of this run can insert delays (--fixed-speedup 0), so no
   /// sample needs handling at once: perf_event threads take no signal per
-  /// sample, and the profiler thread drains their rings (drain_quiet_rings).
+  /// sample, and the profiler thread drains their rings (drain_unsignalled_rings).
   bool quiet_sampling = false;
 };
 

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <ucontext.h>
+#include <asm/perf_regs.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "log.h"
+#include "unwinder.h"
 #include "real.h"
 #include "futex_lock.h"
 
@@ -39,28 +41,6 @@ void enable(int perf_fd) { sys::raw_syscall6(SYS_ioctl, perf_fd, PERF_EVENT_IOC_
 /// Stops the perf_event from signalling its thread on each sample (O_ASYNC off).
 void stop_signals(int perf_fd) { sys::raw_syscall6(SYS_fcntl, perf_fd, F_SETFL, 0, 0, 0, 0); }
 
-/// The in-scope frames of a sample, innermost first: the sampled IP, then
-/// each return address - 1 (the call instruction, on the caller's line).
-/// frames[0] is the line the sample is attributed to; all of them make its
-/// folded stack. One lookup per frame.
-size_t in_scope_frames(const Runtime& rt, uint64_t ip, const uint64_t* chain, uint64_t depth,
-                       SourceLine* (&frames)[StackTable::max_frames]) {
-  size_t n = 0;
-  if (SourceLine* line = rt.lines.find(ip)) frames[n++] = line;
-  bool skipped_ip = false;
-  for (uint64_t i = 0; i < depth && n < StackTable::max_frames; ++i) {
-    uint64_t a = chain[i];
-    if (a >= PERF_CONTEXT_MAX) continue;  // context marker (PERF_CONTEXT_USER, ...)
-    if (!skipped_ip && a == ip) {         // the chain starts with the IP itself
-      skipped_ip = true;
-      continue;
-    }
-    SourceLine* line = rt.lines.find(a - 1);
-    if (line && (n == 0 || line != frames[n - 1])) frames[n++] = line;
-  }
-  return n;
-}
-
 /// Whether this sample enters the profile's counts. While threads sample
 /// faster than the configured period (an experiment that inserts delays),
 /// only one sample in `rate` does, so that every count in the profile stays
@@ -72,19 +52,51 @@ bool counted_in_profile(const Runtime& rt, ThreadState& t) {
   return ++t.short_period_samples % rate == 0;
 }
 
+/// Walks a sample's stack and finds its frames in scope: frames[0] is the
+/// line the sample is attributed to (the first in-scope frame up the real
+/// call stack, so that time inside a library counts for the line that called
+/// it); all of them make its folded stack, where each in-scope line is
+/// followed (on the inner side) by the out-of-scope function it called, if
+/// the walk passed through one. Counts why the walk ended.
+size_t stack_frames(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const StackMemory& stack,
+                    StackFrame (&frames)[StackTable::max_frames], bool counted) {
+  UnwindStop stop;
+  size_t depth = unwind(rt.frames.tables(), regs, stack, t.unwind_frames, Config::max_unwind_frames, stop);
+  size_t n = 0;
+  SourceLine* last_line = nullptr;
+  const UnwindFrame* callee = nullptr;  // outermost out-of-scope frame since the last in-scope one
+  for (size_t i = 0; i < depth && n < StackTable::max_frames; ++i) {
+    SourceLine* line = rt.lines.find(t.unwind_frames[i].pc);
+    if (!line) {
+      callee = &t.unwind_frames[i];
+      continue;
+    }
+    if (callee && callee->table && n + 2 <= StackTable::max_frames) {
+      if (uint64_t start = callee->table->function_start(callee->pc)) frames[n++] = StackTable::function_frame(start);
+    }
+    callee = nullptr;
+    if (line != last_line) frames[n++] = StackTable::line_frame(line);
+    last_line = line;
+  }
+  if (n == StackTable::max_frames && stop != UnwindStop::Outermost) stop = UnwindStop::Outermost;  // deep enough
+  if (counted) rt.stats.unwind_stops[static_cast<size_t>(stop)].fetch_add(1, std::memory_order_relaxed);
+  return n;
+}
+
 /// Counts a sample of thread `t`, and credits its delay if it is in the selected line.
-void record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64_t* chain, uint64_t depth) {
+void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const StackMemory& stack) {
   bool counted = counted_in_profile(rt, t);
   if (counted) rt.stats.samples.fetch_add(1, std::memory_order_relaxed);
-  SourceLine* frames[StackTable::max_frames];
-  size_t depth_in_scope = in_scope_frames(rt, ip, chain, depth, frames);
-  if (depth_in_scope == 0) {
+  StackFrame frames[StackTable::max_frames];
+  size_t depth = stack_frames(rt, t, regs, stack, frames, counted);
+  SourceLine* line = nullptr;
+  for (size_t i = 0; i < depth && !line; ++i) line = StackTable::line_of(frames[i]);
+  if (!line) {
     if (counted) rt.stats.unattributed.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  SourceLine* line = frames[0];
   if (counted) {
-    rt.stacks.add(frames, depth_in_scope);
+    rt.stacks.add(frames, depth);
     line->samples.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -96,21 +108,38 @@ void record_sample(Runtime& rt, ThreadState& t, uint64_t ip, const uint64_t* cha
   }
 }
 
+/// A sample record, laid out for sample_type = IP | REGS_USER | STACK_USER
+/// (start_sampling): u64 ip; u64 abi; u64 regs[3] (bp, sp, ip: the mask's
+/// bit order) unless abi is NONE; u64 size; u8 data[size]; u64 dyn_size
+/// (how much of data the kernel could copy) when size > 0.
 void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h) {
-  // Layout for sample_type = IP | CALLCHAIN: u64 ip; u64 nr; u64 ips[nr].
-  const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);
-  size_t words = (h.size - sizeof h) / sizeof(uint64_t);
-  if (words < 2) return;
-  uint64_t depth = body[1];
-  if (depth > words - 2) depth = words - 2;
-  record_sample(rt, t, body[0], body + 2, depth);
+  const auto* p = reinterpret_cast<const uint8_t*>(&h + 1);
+  const auto* end = reinterpret_cast<const uint8_t*>(&h) + h.size;
+  auto take = [&](uint64_t& v) {
+    if (end - p < static_cast<ptrdiff_t>(sizeof v)) return false;
+    std::memcpy(&v, p, sizeof v);
+    p += sizeof v;
+    return true;
+  };
+  uint64_t ip, abi, size = 0, dyn_size = 0;
+  UnwindRegisters regs;
+  if (!take(ip) || !take(abi)) return;
+  if (abi == PERF_SAMPLE_REGS_ABI_NONE) {
+    regs.ip = ip;  // no user registers (cannot happen for a user thread's user-mode sample)
+  } else if (!take(regs.bp) || !take(regs.sp) || !take(regs.ip)) {
+    return;
+  }
+  const uint8_t* data = nullptr;
+  if (take(size) && size > 0 && end - p >= static_cast<ptrdiff_t>(size)) {
+    data = p;
+    p += size;
+    if (!take(dyn_size)) dyn_size = 0;
+  }
+  record_sample(rt, t, regs, StackMemory::copy(regs.sp, data, std::min(size, dyn_size)));
 }
-
-/// Consumes thread `t`'s ring. Does nothing when another consumer holds it:
-/// its records are left to that one.
-void drain_ring(Runtime& rt, ThreadState& t) {
-  if (t.draining.exchange(true, std::memory_order_acquire)) return;
-  t.ring.drain(
+/// Consumes one of thread `t`'s rings.
+void drain_one(Runtime& rt, ThreadState& t, PerfRing& ring) {
+  ring.drain(
       [&](const perf_event_header& h) {
         if (h.type == PERF_RECORD_SAMPLE) {
           handle_perf_sample(rt, t, h);
@@ -120,6 +149,16 @@ void drain_ring(Runtime& rt, ThreadState& t) {
         }
       },
       t.scratch, sizeof t.scratch);
+}
+
+enum class Rings { All, KernelOnly };
+
+/// Consumes thread `t`'s rings. Does nothing when another consumer holds
+/// them: their records are left to that one.
+void drain_ring(Runtime& rt, ThreadState& t, Rings which = Rings::All) {
+  if (t.draining.exchange(true, std::memory_order_acquire)) return;
+  if (which == Rings::All) drain_one(rt, t, t.ring);
+  drain_one(rt, t, t.kernel_ring);
   t.draining.store(false, std::memory_order_release);
 }
 
@@ -141,26 +180,15 @@ void settle_period(Runtime& rt, ThreadState& t) {
   if (rt.quiet_sampling) stop_signals(t.perf_fd);
 }
 
-/// Timer fallback: the IP from the interrupted context, then return
-/// addresses found by walking frame pointers, only while they stay inside
-/// this thread's stack and move towards its base (never a wild read).
+/// Timer fallback: the registers from the interrupted context, and the
+/// thread's live stack (within its bounds: never a wild read).
 void handle_timer_sample(Runtime& rt, ThreadState& t, void* context) {
   const auto* uc = static_cast<const ucontext_t*>(context);
-  uint64_t ip = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
-  uint64_t chain[64];
-  uint64_t depth = 0;
-  uintptr_t fp = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RBP]);
-  unsigned max_depth = std::min<unsigned>(rt.config.max_callchain, 64);
-  while (depth < max_depth && fp >= t.stack_low && fp + 2 * sizeof(uintptr_t) <= t.stack_high && fp % 8 == 0) {
-    const auto* frame = reinterpret_cast<const uintptr_t*>(fp);
-    uintptr_t next = frame[0];
-    uint64_t ret = frame[1];
-    if (ret == 0) break;
-    chain[depth++] = ret;
-    if (next <= fp) break;
-    fp = next;
-  }
-  record_sample(rt, t, ip, chain, depth);
+  UnwindRegisters regs;
+  regs.ip = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  regs.sp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RSP]);
+  regs.bp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RBP]);
+  record_sample(rt, t, regs, StackMemory::live(t.stack_low, t.stack_high));
 }
 
 void on_sample_signal(int, siginfo_t*, void* context) {
@@ -188,6 +216,11 @@ std::atomic<bool> g_perf_refused_warned{false};
 std::atomic<bool> g_use_timers{false};  // perf_event refused once: every thread uses timers
 std::atomic<bool> g_timer_failed_warned{false};
 int g_fd_floor = 0;                     // our descriptors live at or above this
+
+// Whether threads also sample the time they spend in the kernel (system
+// calls, page faults): decided by the first thread's attempt.
+enum class KernelSampling { Unknown, On, Refused };
+std::atomic<KernelSampling> g_kernel_sampling{KernelSampling::Unknown};
 
 // Ring buffers of exited threads, waiting for the profiler thread to unmap them.
 FutexLock g_retired_lock;
@@ -255,6 +288,22 @@ bool start_timer_sampling(ThreadState& t, const Config& config) {
   return true;
 }
 
+/// The longest sample record: header, IP, ABI, 3 registers, the stack's
+/// size, the stack, and how much of it was copied.
+constexpr uint64_t longest_sample_record = sizeof(perf_event_header) + 7 * sizeof(uint64_t) + Config::stack_sample_bytes;
+
+/// Ring pages per thread (a power of two). A thread signalled per sample
+/// drains its ring at each one: room for 3 records rides out a late signal.
+/// In a quiet run the profiler thread drains every ring; room for 16
+/// records lets it wake every ~8 periods (quiet_drain_interval_ns).
+unsigned ring_data_pages(bool quiet) {
+  uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t needed = (quiet ? 16 : 3) * longest_sample_record;
+  unsigned pages = 1;
+  while (pages * page < needed) pages *= 2;
+  return pages;
+}
+
 long perf_event_open(perf_event_attr* attr) {
   long fd = sys::raw_syscall6(SYS_perf_event_open, reinterpret_cast<long>(attr), 0 /* this thread */,
                               -1 /* any cpu */, -1 /* no group */, PERF_FLAG_FD_CLOEXEC);
@@ -283,6 +332,36 @@ void prepare_sampling() {
   }
 }
 
+/// A second sampler for the thread's time in the kernel (system calls, page
+/// faults), where the system allows it (perf_event_paranoid <= 1, or
+/// CAP_PERFMON). Its samples carry the user registers saved at kernel entry
+/// and the user stack, so they are charged to the user line that entered the
+/// kernel. It never signals: a signal raised inside a system call would cut
+/// short a wait that cannot restart (epoll_wait, poll, a partial pipe write),
+/// so the profiler thread and the thread's own sample handler drain it.
+void start_kernel_sampling(ThreadState& t, perf_event_attr attr, Runtime* rt) {
+  if (g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::Refused) return;
+  attr.exclude_user = 1;
+  attr.exclude_kernel = 0;
+  attr.disabled = 0;
+  attr.wakeup_events = 0;
+  uint64_t period = rt ? rt->sample_period_ns.load(std::memory_order_relaxed) : 0;
+  attr.sample_period = period > 0 ? period : attr.sample_period;
+  long fd = perf_event_open(&attr);
+  if (fd < 0) {
+    g_kernel_sampling.store(KernelSampling::Refused, std::memory_order_relaxed);
+    return;
+  }
+  t.kernel_fd = place_high(static_cast<int>(fd));
+  if (!t.kernel_ring.map(t.kernel_fd, ring_data_pages(true))) {
+    close(t.kernel_fd);
+    t.kernel_fd = -1;
+    g_kernel_sampling.store(KernelSampling::Refused, std::memory_order_relaxed);
+    return;
+  }
+  g_kernel_sampling.store(KernelSampling::On, std::memory_order_relaxed);
+}
+
 bool start_sampling(ThreadState& t, const Config& config) {
   if (g_use_timers.load(std::memory_order_relaxed)) return start_timer_sampling(t, config);
   perf_event_attr attr;
@@ -293,23 +372,21 @@ bool start_sampling(ThreadState& t, const Config& config) {
   Runtime* rt = runtime();
   uint64_t period = rt ? rt->sample_period_ns.load(std::memory_order_relaxed) : 0;
   attr.sample_period = first_period(t, period > 0 ? period : config.sample_period_ns);
-  attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN;
+  // The user registers and a slice of the user stack: the sample's walk
+  // (unwinder.h) finds its callers without frame pointers.
+  attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+  attr.sample_regs_user = (1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) | (1ull << PERF_REG_X86_IP);
+  attr.sample_stack_user = Config::stack_sample_bytes;
   attr.disabled = 1;
   attr.exclude_kernel = 1;  // also keeps samples (and signals) to user mode, so no syscall sees EINTR
   attr.exclude_hv = 1;
-  attr.exclude_callchain_kernel = 1;
   // A signal on every sample (O_ASYNC signals each one, whatever the wakeup
   // settings): delays are paid within one period. In a quiet run, only the
   // first sample signals (settle_period), and the ring wakes no one until
   // it is half full, which the profiler thread's drains never let happen.
   attr.wakeup_events = rt && rt->quiet_sampling ? 0 : 1;
-  attr.sample_max_stack = static_cast<uint16_t>(config.max_callchain);
 
   long fd = perf_event_open(&attr);
-  if (fd == -EINVAL) {  // kernels before 4.8 reject sample_max_stack
-    attr.sample_max_stack = 0;
-    fd = perf_event_open(&attr);
-  }
   if (fd < 0) {
     // Refused for this process (paranoid level, seccomp, no PMU): fall back for every thread.
     log::warn_once(g_perf_refused_warned,
@@ -326,7 +403,7 @@ bool start_sampling(ThreadState& t, const Config& config) {
   // which one must be random too, or every thread would lose its last
   // rate - 1 samples on average (-10% for threads of 2-3 ms).
   t.short_period_samples = static_cast<uint32_t>(sys::monotonic_ns() >> 10);
-  if (!t.ring.map(t.perf_fd, config.ring_data_pages)) {
+  if (!t.ring.map(t.perf_fd, ring_data_pages(rt && rt->quiet_sampling))) {
     log::warn_once(g_perf_refused_warned, "cannot map the perf_event ring buffer: {}", std::strerror(errno));
     stop_sampling(t);
     return false;
@@ -343,6 +420,7 @@ bool start_sampling(ThreadState& t, const Config& config) {
   // period), so a late signal cannot flood the thread. Not for every thread:
   // the restart costs a system call, and the thread's CPU time until the
   // handler runs (~50 us here) goes unsampled.
+  start_kernel_sampling(t, attr, rt);  // before the first signal, which drains both rings
   if (t.restart_after_first_sample) {
     ioctl(t.perf_fd, PERF_EVENT_IOC_REFRESH, 1);  // one sample
   } else {
@@ -359,19 +437,21 @@ void stop_sampling(ThreadState& t) {
   }
   if (t.perf_fd < 0) return;
   ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
-  Runtime* rt = runtime();
-  if (rt && rt->quiet_sampling) {
-    // Its last samples, since the profiler thread's last drain. The thread
-    // has left the thread list, so the profiler thread cannot be draining it.
-    signal_safe::drain_ring(*rt, t);
+  if (t.kernel_fd >= 0) ioctl(t.kernel_fd, PERF_EVENT_IOC_DISABLE, 0);
+  // Its last samples, since the last drain. The thread has left the thread
+  // list, so the profiler thread cannot be draining it.
+  if (Runtime* rt = runtime()) signal_safe::drain_ring(*rt, t);
+  for (PerfRing* ring : {&t.ring, &t.kernel_ring}) {
+    PerfRing::Mapping m = ring->release();
+    if (m.address) {
+      FutexGuard guard(g_retired_lock);
+      g_retired.push_back(m);
+    }
   }
-  PerfRing::Mapping m = t.ring.release();
-  if (m.address) {
-    FutexGuard guard(g_retired_lock);
-    g_retired.push_back(m);
-  }
-  close(t.perf_fd);  // the event lives on until its mapping is unmapped
+  close(t.perf_fd);  // an event lives on until its mapping is unmapped
   t.perf_fd = -1;
+  if (t.kernel_fd >= 0) close(t.kernel_fd);
+  t.kernel_fd = -1;
 }
 
 void hurry_next_sample(ThreadState& t) {
@@ -389,23 +469,24 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period) {
   if (rt.sample_period_ns.exchange(period, std::memory_order_relaxed) == period) return period;
   for_each_thread([&](ThreadState& t) {
     if (!t.timer_mode && t.perf_fd >= 0) signal_safe::set_period(t.perf_fd, period);
+    if (t.kernel_fd >= 0) signal_safe::set_period(t.kernel_fd, period);
   });
   return period;
 }
 
-void drain_quiet_rings(Runtime& rt) {
-  if (!rt.quiet_sampling) return;
+void drain_unsignalled_rings(Runtime& rt) {
+  if (!rt.quiet_sampling && !kernel_sampling()) return;
+  auto which = rt.quiet_sampling ? signal_safe::Rings::All : signal_safe::Rings::KernelOnly;
   for_each_thread([&](ThreadState& t) {
-    if (!t.timer_mode && t.perf_fd >= 0) signal_safe::drain_ring(rt, t);
+    if (!t.timer_mode && t.perf_fd >= 0) signal_safe::drain_ring(rt, t, which);
   });
 }
 
+bool kernel_sampling() { return g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::On; }
+
 uint64_t quiet_drain_interval_ns(const Config& config) {
-  // The longest record: header, IP, callchain length, the callchain with its
-  // PERF_CONTEXT_USER marker.
-  uint64_t longest_record = sizeof(perf_event_header) + sizeof(uint64_t) * (3 + config.max_callchain);
-  uint64_t ring_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) * config.ring_data_pages;
-  uint64_t samples_that_fit = std::max<uint64_t>(2, ring_bytes / longest_record);
+  uint64_t ring_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) * ring_data_pages(true);
+  uint64_t samples_that_fit = std::max<uint64_t>(2, ring_bytes / longest_sample_record);
   return config.sample_period_ns * (samples_that_fit / 2);
 }
 
@@ -420,11 +501,12 @@ void unmap_retired_rings() {
 
 void forget_inherited_sampler(ThreadState& t) {
   t.timer_mode = false;  // POSIX timers are not inherited by a forked child
-  if (t.perf_fd < 0) return;
-  int fd = t.perf_fd;
-  t.perf_fd = -1;
-  t.ring.unmap();
-  close(fd);
+  for (auto [fd, ring] : {std::pair{&t.perf_fd, &t.ring}, std::pair{&t.kernel_fd, &t.kernel_ring}}) {
+    if (*fd < 0) continue;
+    ring->unmap();
+    close(*fd);
+    *fd = -1;
+  }
 }
 
 }  // namespace coz

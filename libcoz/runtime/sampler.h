@@ -41,14 +41,19 @@ void hurry_next_sample(ThreadState& thread);
 /// the configured one). From the profiler thread, between experiments.
 uint64_t set_sample_period(Runtime& rt, uint64_t period);
 
-/// In a quiet run (Runtime::quiet_sampling), consumes every thread's ring
-/// and counts its samples. Threads take no signal per sample then; the
-/// profiler thread calls this often enough that no ring fills
-/// (quiet_drain_interval_ns). No-op otherwise.
-void drain_quiet_rings(Runtime& rt);
+/// Consumes the rings that no signal drains, and counts their samples:
+/// every ring in a quiet run (Runtime::quiet_sampling: threads take no
+/// signal per sample), else the kernel-time rings. The profiler thread calls
+/// this often enough that no ring fills (quiet_drain_interval_ns). No-op
+/// when there are none.
+void drain_unsignalled_rings(Runtime& rt);
 
-/// How often a quiet run's rings must be drained: half the time one fills
-/// at the configured period with the longest records.
+/// Whether threads sample their time in the kernel too (allowed by the
+/// system; known once the first thread has started sampling).
+bool kernel_sampling();
+
+/// How often rings without signals must be drained: half the time one
+/// fills at the configured period with the longest records.
 uint64_t quiet_drain_interval_ns(const Config& config);
 
 /// Unmaps the ring buffers of threads that have exited. The profiler thread

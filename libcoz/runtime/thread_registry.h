@@ -13,7 +13,9 @@
 #include "breakpoints.h"
 #include "conventional.h"
 #include "delay.h"
+#include "config.h"
 #include "perf_ring.h"
+#include "unwinder.h"
 #include "futex_lock.h"
 
 namespace coz {
@@ -39,10 +41,18 @@ struct ThreadState {
   uintptr_t stack_low = 0, stack_high = 0;
   int breakpoint_fd[max_breakpoints] = {-1, -1, -1, -1};  // --progress/--latency counters
   PerfRing ring;
-  // The ring's one consumer at a time: the thread's sample handler, or, in a
-  // quiet run, the profiler thread (drain_quiet_rings). Guards scratch too.
+  // Samples of the thread's time in the kernel (sampler.cpp,
+  // start_kernel_sampling): no signals; -1 where the system refuses it.
+  int kernel_fd = -1;
+  PerfRing kernel_ring;
+  // The rings' one consumer at a time: the thread's sample handler, or the
+  // profiler thread (drain_unsignalled_rings). Guards scratch and unwind_frames too.
   std::atomic<bool> draining{false};
-  alignas(8) unsigned char scratch[1024];  // a sample record that wraps the ring end is copied here
+  // A sample record that wraps the ring end is copied here (sampler.cpp).
+  alignas(8) unsigned char scratch[Config::stack_sample_bytes + 128];
+  // The frames of the sample being walked: kept here, not on the stack the
+  // signal handler shares with the program.
+  UnwindFrame unwind_frames[Config::max_unwind_frames];
 };
 
 /// This thread's state, or nullptr if it is not profiled. Async-signal-safe.

@@ -49,7 +49,7 @@ constexpr const char* kExperimentMaxNs = "150000000";  // 150 ms
 // Every record type the format defines (docs/profile-format.md), ours and Coz's.
 const std::set<std::string> kKnownRecords = {"startup", "process",  "experiment", "throughput-point",
                                              "progress-point", "latency-point", "samples", "runtime",
-                                             "stack", "blocked"};
+                                             "stack", "blocked", "sampling"};
 
 /// A profile file as text, each line split into a record.
 struct RawProfile {
