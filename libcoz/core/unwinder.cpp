@@ -82,6 +82,19 @@ constexpr uint64_t ucontext_reg(int reg) {
   return offsetof(ucontext_t, uc_mcontext) + offsetof(mcontext_t, gregs) + sizeof(greg_t) * static_cast<uint64_t>(reg);
 }
 
+/// The return address of a leaf system-call stub interrupted at its
+/// `syscall`: on top of the stack, and accepted only if it lands in code
+/// with call-frame information (anything else, such as a new thread's empty
+/// stack or a signal frame, ends the walk as before).
+bool syscall_stub_return(const FrameTables& tables, uint64_t sp, const StackMemory& stack, uint64_t& ip) noexcept {
+  uint64_t return_address;
+  if (!stack.read(sp, return_address) || return_address == 0) return false;
+  const FrameTable* table = tables.find(return_address - 1);
+  if (!table || !table->find(return_address - 1)) return false;
+  ip = return_address;
+  return true;
+}
+
 }  // namespace
 
 size_t unwind(const FrameTables& tables, const UnwindRegisters& regs, const StackMemory& stack, UnwindFrame* frames,
@@ -98,6 +111,11 @@ size_t unwind(const FrameTables& tables, const UnwindRegisters& regs, const Stac
     const FrameTable* table = tables.find(pc);
     frames[n++] = {pc, table};
     const FrameRow* row = table ? table->find(pc) : nullptr;
+    if (!row && n == 1 && regs.after_syscall && syscall_stub_return(tables, sp, stack, ip)) {
+      sp += 8;
+      exact_ip = false;
+      continue;
+    }
     if (!row) {
       stop = UnwindStop::NoCfi;
       return n;
@@ -152,8 +170,11 @@ size_t unwind(const FrameTables& tables, const UnwindRegisters& regs, const Stac
     }
     // GCC's stack realignment saves rbp where rbp points, below the aligned
     // frame, so those rows give its slot relative to rbp (frame_table.h).
+    // A slot below sp was popped already: GCC's epilogues say where rbp was
+    // saved until the function returns, also after the `pop %rbp`, when rbp
+    // holds the caller's value again (1% of lib_malloc's walks ended there).
     uint64_t bp_slot = row->rule == CfaRule::BpDeref ? bp + row->bp_offset : cfa + row->bp_offset;
-    if (row->bp_offset != FrameRow::kBpUnchanged && !stack.read(bp_slot, bp)) {
+    if (row->bp_offset != FrameRow::kBpUnchanged && bp_slot >= sp && !stack.read(bp_slot, bp)) {
       stop = UnwindStop::Unreadable;
       return n;
     }

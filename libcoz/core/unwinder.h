@@ -61,6 +61,12 @@ struct UnwindRegisters {
   uint64_t ip = 0;
   uint64_t sp = 0;
   uint64_t bp = 0;
+  /// The thread was in the kernel through the `syscall` instruction just
+  /// before ip. Where ip has no call-frame information (glibc's clone3
+  /// leaves its last instructions without any, so that a new thread's walk
+  /// ends there), the walk takes it for a leaf system-call stub: the return
+  /// address on top of the stack, if that lands in known code.
+  bool after_syscall = false;
 };
 
 /// The stack memory a walk may read.

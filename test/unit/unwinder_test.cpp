@@ -162,6 +162,62 @@ TEST(Unwinder, StopsWithoutCallFrameInformation) {
   EXPECT_EQ(out[0].table, nullptr);
 }
 
+// ---- hand-made call-frame information: rules real code needs rarely ----
+
+/// One object at [0x10000, 0x11000): a function at 0x10000 whose epilogue
+/// has popped rbp at 0x10010 (CFA = rsp + 8, the rule still says "rbp saved
+/// at CFA - 16"), a gap without CFI at 0x10100 (a system-call stub's last
+/// instructions, as glibc's clone3), and an outermost caller at 0x10800.
+const FrameTables& hand_made_tables() {
+  static FrameTables tables;
+  if (tables.size() > 0) return tables;
+  FrameTable table;
+  table.base = 0x10000;
+  table.end = 0x11000;
+  table.rows = {{0x000, 16, -16, CfaRule::Sp, 0},
+                {0x010, 8, -16, CfaRule::Sp, 0},
+                {0x100, 0, FrameRow::kBpUnchanged, CfaRule::None, 0},
+                {0x800, 8, FrameRow::kBpUnchanged, CfaRule::Sp, FrameRow::kOutermost}};
+  table.function_starts = {0x000, 0x800};
+  table.function_ends = {0x100, 0x1000};
+  tables.add(std::move(table));
+  tables.publish();
+  return tables;
+}
+
+TEST(Unwinder, AnEpilogueThatPoppedRbpKeepsItsValue) {
+  const FrameTables& tables = hand_made_tables();
+  const uint64_t stack[2] = {0x10801, 0};  // rsp -> the return address
+  UnwindRegisters regs{0x10010, 0x7000, 0x1234};
+  UnwindFrame out[4];
+  UnwindStop stop;
+  ASSERT_EQ(unwind(tables, regs, StackMemory::copy(0x7000, reinterpret_cast<const uint8_t*>(stack), sizeof stack), out,
+                   4, stop),
+            2u);
+  EXPECT_EQ(stop, UnwindStop::Outermost);
+  EXPECT_EQ(out[1].pc, 0x10800u);  // the return address, minus one
+}
+
+TEST(Unwinder, ASystemCallStubWithoutCfiReturnsToTheAddressOnTopOfTheStack) {
+  const FrameTables& tables = hand_made_tables();
+  const uint64_t stack[2] = {0x10801, 0};
+  UnwindRegisters regs{0x10102, 0x7000, 0x1234};
+  UnwindFrame out[4];
+  UnwindStop stop;
+  StackMemory memory = StackMemory::copy(0x7000, reinterpret_cast<const uint8_t*>(stack), sizeof stack);
+  EXPECT_EQ(unwind(tables, regs, memory, out, 4, stop), 1u);  // not entered by a system call: no guess
+  EXPECT_EQ(stop, UnwindStop::NoCfi);
+  regs.after_syscall = true;
+  ASSERT_EQ(unwind(tables, regs, memory, out, 4, stop), 2u);
+  EXPECT_EQ(stop, UnwindStop::Outermost);
+  EXPECT_EQ(out[1].pc, 0x10800u);
+  const uint64_t no_code[2] = {0x5000, 0};  // a new thread's empty stack, or a signal frame: no code there
+  EXPECT_EQ(unwind(tables, regs, StackMemory::copy(0x7000, reinterpret_cast<const uint8_t*>(no_code), sizeof no_code),
+                   out, 4, stop),
+            1u);
+  EXPECT_EQ(stop, UnwindStop::NoCfi);
+}
+
 // ---- through a signal frame (glibc's __restore_rt) ----
 
 Walk g_signal_walk;
