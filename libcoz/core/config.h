@@ -40,7 +40,7 @@ struct Config {
   /// User stack the kernel copies into each sample, from the sampled rsp up,
   /// for the walk (bytes, a multiple of 8). See docs/unwinding.md for how it
   /// was chosen; a walk that needs more stops as "unreadable".
-  static constexpr unsigned stack_sample_bytes = 8192;
+  static constexpr unsigned stack_sample_bytes = 4096;
   unsigned delay_sampling_rate = 2;       // samples per sample period while an experiment inserts delays (see Profiler::begin)
 
   /// Every experiment is a 0% baseline (--fixed-speedup 0): no delay is ever inserted.

@@ -41,8 +41,10 @@ bool Profiler::wait_unless_stopping(uint64_t ns, uint64_t step_ns, bool poll_poi
     if (now >= deadline) return true;
     if (poll_points) poll_in_flight();
     drain_unsignalled_rings(rt_);
-    unmap_retired_rings();
-    sys::sleep_ns(std::min(deadline - now, step_ns));
+    // The step counts from the drain: unmapping takes part of it, not more.
+    unmap_retired_rings(step_ns / 2);
+    uint64_t next = std::min(deadline, now + step_ns), after = sys::monotonic_ns();
+    if (next > after) sys::sleep_ns(next - after);
   }
 }
 
@@ -162,8 +164,9 @@ SourceLine* Profiler::wait_for_line() {
   while (!stopping_.load(std::memory_order_acquire) && !program_gone()) {
     drain_unsignalled_rings(rt_);
     if (SourceLine* line = choose_line()) return line;
-    unmap_retired_rings();
-    sys::sleep_ns(quiet_step(rt_.config.poll_interval_ns));
+    uint64_t step_ns = quiet_step(rt_.config.poll_interval_ns);
+    unmap_retired_rings(step_ns / 2);
+    sys::sleep_ns(step_ns / 2);
   }
   return nullptr;
 }

@@ -160,6 +160,9 @@ void on_fork_child() {
   rt->stats.samples.store(0);
   rt->stats.unattributed.store(0);
   rt->stats.lost.store(0);
+  rt->stats.lost_kernel.store(0);
+  rt->stats.kernel_samples.store(0);
+  rt->stats.unattributed_kernel.store(0);
   for (auto& count : rt->stats.unwind_stops) count.store(0);
   rt->start_ns = sys::monotonic_ns();
   rt->writer.defer_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
@@ -262,7 +265,8 @@ void start() {
 /// Without kernel sampling, time in system calls is charged to no line:
 /// say how much, so a user knows what the profile cannot see.
 void warn_if_kernel_time_unsampled(const Runtime& rt) {
-  if (kernel_sampling() || !rt.sampling_enabled) return;
+  // The timer fallback's warning already says so.
+  if (kernel_sampling() || timer_sampling() || !rt.sampling_enabled) return;
   rusage usage{};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return;
   auto seconds = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; };
@@ -303,6 +307,10 @@ void stop() {
     if (n > 0) walks += fmt::format("{}{} {}", walks.empty() ? "" : ", ", n, unwind_stop_name(static_cast<UnwindStop>(i)));
   }
   if (!walks.empty()) log::info("stack walks: {}", walks);
+  if (kernel_sampling()) {
+    log::info("of which kernel time: {} samples, {} outside the scope, {} lost", rt->stats.kernel_samples.load(),
+              rt->stats.unattributed_kernel.load(), rt->stats.lost_kernel.load());
+  }
   warn_if_kernel_time_unsampled(*rt);
 }
 

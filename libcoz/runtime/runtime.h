@@ -28,7 +28,10 @@ struct ExperimentState {
 struct SamplingStats {
   std::atomic<uint64_t> samples{0};
   std::atomic<uint64_t> unattributed{0};  // no frame of the walked stack in scope
+  std::atomic<uint64_t> kernel_samples{0};       // part of `samples`: of kernel time (start_kernel_sampling)
+  std::atomic<uint64_t> unattributed_kernel{0};  // part of `unattributed`: of kernel time
   std::atomic<uint64_t> lost{0};          // dropped by the kernel (ring full)
+  std::atomic<uint64_t> lost_kernel{0};   // part of `lost`: samples of kernel time
   /// Counted samples by why their stack walk ended (UnwindStop); Outermost
   /// also counts walks that found as many in-scope frames as a stack keeps.
   std::atomic<uint64_t> unwind_stops[5] = {};

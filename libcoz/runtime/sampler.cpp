@@ -8,9 +8,12 @@
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -35,9 +38,6 @@ bool set_period(int perf_fd, uint64_t period) {
   return sys::raw_syscall6(SYS_ioctl, perf_fd, PERF_EVENT_IOC_PERIOD, reinterpret_cast<long>(&period)) == 0;
 }
 
-/// Enables a perf_event (again). Signal-safe, as set_period.
-void enable(int perf_fd) { sys::raw_syscall6(SYS_ioctl, perf_fd, PERF_EVENT_IOC_ENABLE, 0); }
-
 /// Stops the perf_event from signalling its thread on each sample (O_ASYNC off).
 void stop_signals(int perf_fd) { sys::raw_syscall6(SYS_fcntl, perf_fd, F_SETFL, 0, 0, 0, 0); }
 
@@ -52,16 +52,42 @@ bool counted_in_profile(const Runtime& rt, ThreadState& t) {
   return ++t.short_period_samples % rate == 0;
 }
 
+void on_sample_signal(int, siginfo_t*, void* context);
+
+/// Whether the walk passes through one of the runtime's own functions before
+/// any in-scope line: the sample caught the runtime at work (the sample
+/// handler draining, walking and paying delays; a thread's sampler being set
+/// up or torn down), which belongs to no line of the program. Through the
+/// handler's signal frame, the walk would go on to the interrupted line and
+/// charge it with the handler's time.
+bool in_runtime_work(const Runtime& rt, const UnwindFrame* frames, size_t depth) {
+  const uint64_t own[] = {reinterpret_cast<uint64_t>(&on_sample_signal),
+                          reinterpret_cast<uint64_t>(&register_current_thread),
+                          reinterpret_cast<uint64_t>(&unregister_current_thread)};
+  const FrameTable* ours = rt.frames.tables().find(own[0]);
+  for (size_t i = 0; i < depth; ++i) {
+    if (frames[i].table == ours) {
+      uint64_t start = ours->function_start(frames[i].pc);
+      if (std::find(std::begin(own), std::end(own), start) != std::end(own)) return true;
+    }
+    if (rt.lines.find(frames[i].pc)) return false;
+  }
+  return false;
+}
+
 /// Walks a sample's stack and finds its frames in scope: frames[0] is the
 /// line the sample is attributed to (the first in-scope frame up the real
 /// call stack, so that time inside a library counts for the line that called
 /// it); all of them make its folded stack, where each in-scope line is
 /// followed (on the inner side) by the out-of-scope function it called, if
-/// the walk passed through one. Counts why the walk ended.
-size_t stack_frames(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const StackMemory& stack,
-                    StackFrame (&frames)[StackTable::max_frames], bool counted) {
+/// the walk passed through one. Counts why the walk ended. Nullopt for a
+/// sample of the runtime's own work (in_runtime_work).
+std::optional<size_t> stack_frames(Runtime& rt, ThreadState& t, const UnwindRegisters& regs,
+                                   const StackMemory& stack, StackFrame (&frames)[StackTable::max_frames],
+                                   bool counted) {
   UnwindStop stop;
   size_t depth = unwind(rt.frames.tables(), regs, stack, t.unwind_frames, Config::max_unwind_frames, stop);
+  if (in_runtime_work(rt, t.unwind_frames, depth)) return std::nullopt;
   size_t n = 0;
   SourceLine* last_line = nullptr;
   const UnwindFrame* callee = nullptr;  // outermost out-of-scope frame since the last in-scope one
@@ -83,16 +109,23 @@ size_t stack_frames(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, co
   return n;
 }
 
-/// Counts a sample of thread `t`, and credits its delay if it is in the selected line.
-void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const StackMemory& stack) {
+/// Counts a sample of thread `t`, and credits its delay if it is in the
+/// selected line. Samples of the runtime's own work count nowhere.
+/// `in_kernel`: a sample of the thread's time in the kernel (start_kernel_sampling).
+void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const StackMemory& stack,
+                   bool in_kernel = false) {
   bool counted = counted_in_profile(rt, t);
-  if (counted) rt.stats.samples.fetch_add(1, std::memory_order_relaxed);
   StackFrame frames[StackTable::max_frames];
-  size_t depth = stack_frames(rt, t, regs, stack, frames, counted);
+  std::optional<size_t> walked = stack_frames(rt, t, regs, stack, frames, counted);
+  if (!walked) return;
+  const size_t depth = *walked;
+  if (counted) rt.stats.samples.fetch_add(1, std::memory_order_relaxed);
+  if (counted && in_kernel) rt.stats.kernel_samples.fetch_add(1, std::memory_order_relaxed);
   SourceLine* line = nullptr;
   for (size_t i = 0; i < depth && !line; ++i) line = StackTable::line_of(frames[i]);
   if (!line) {
     if (counted) rt.stats.unattributed.fetch_add(1, std::memory_order_relaxed);
+    if (counted && in_kernel) rt.stats.unattributed_kernel.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   if (counted) {
@@ -108,11 +141,23 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   }
 }
 
+/// Whether the instruction before `ip` is `syscall` (0f 05). Read with
+/// process_vm_readv, which fails cleanly where the library that held `ip`
+/// was unloaded since the sample.
+bool follows_syscall(uint64_t ip) {
+  unsigned char code[2] = {};
+  iovec local{code, sizeof code};
+  iovec remote{reinterpret_cast<void*>(ip - sizeof code), sizeof code};
+  long n = sys::raw_syscall6(SYS_process_vm_readv, sys::getpid(), reinterpret_cast<long>(&local), 1,
+                             reinterpret_cast<long>(&remote), 1, 0);
+  return n == static_cast<long>(sizeof code) && code[0] == 0x0f && code[1] == 0x05;
+}
+
 /// A sample record, laid out for sample_type = IP | REGS_USER | STACK_USER
 /// (start_sampling): u64 ip; u64 abi; u64 regs[3] (bp, sp, ip: the mask's
 /// bit order) unless abi is NONE; u64 size; u8 data[size]; u64 dyn_size
 /// (how much of data the kernel could copy) when size > 0.
-void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h) {
+void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h, bool in_kernel) {
   const auto* p = reinterpret_cast<const uint8_t*>(&h + 1);
   const auto* end = reinterpret_cast<const uint8_t*>(&h) + h.size;
   auto take = [&](uint64_t& v) {
@@ -135,17 +180,23 @@ void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h)
     p += size;
     if (!take(dyn_size)) dyn_size = 0;
   }
-  record_sample(rt, t, regs, StackMemory::copy(regs.sp, data, std::min(size, dyn_size)));
+  if (in_kernel) {
+    // Only where the walk needs it (unwinder.h): ip without call-frame information.
+    const FrameTable* table = rt.frames.tables().find(regs.ip);
+    regs.after_syscall = table && !table->find(regs.ip) && follows_syscall(regs.ip);
+  }
+  record_sample(rt, t, regs, StackMemory::copy(regs.sp, data, std::min(size, dyn_size)), in_kernel);
 }
 /// Consumes one of thread `t`'s rings.
 void drain_one(Runtime& rt, ThreadState& t, PerfRing& ring) {
   ring.drain(
       [&](const perf_event_header& h) {
         if (h.type == PERF_RECORD_SAMPLE) {
-          handle_perf_sample(rt, t, h);
+          handle_perf_sample(rt, t, h, &ring == &t.kernel_ring);
         } else if (h.type == PERF_RECORD_LOST) {
           const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);  // u64 id; u64 lost
           rt.stats.lost.fetch_add(body[1], std::memory_order_relaxed);
+          if (&ring == &t.kernel_ring) rt.stats.lost_kernel.fetch_add(body[1], std::memory_order_relaxed);
         }
       },
       t.scratch, sizeof t.scratch);
@@ -164,18 +215,19 @@ void drain_ring(Runtime& rt, ThreadState& t, Rings which = Rings::All) {
 
 /// After the thread's first sample (which came after a random phase, see
 /// first_period) or a hurried one (hurry_next_sample), its sampler takes the
-/// period in force, and restarts if it stopped after that sample. In a quiet
-/// run, that first sample is also the last one the thread is signalled for.
-/// Only from the thread's signal handler: the kernel stops a sampler after
-/// its one sample on the way back to the thread, so the handler always comes
-/// after that (another thread could restart it too early).
+/// period in force; after a first sample taken later than its phase, first
+/// the period that puts the next sample back on the phase. In a quiet run,
+/// the sample that settles the period is the last one the thread is
+/// signalled for. Only from the thread's signal handler.
 void settle_period(Runtime& rt, ThreadState& t) {
   if (t.regular_period.load(std::memory_order_acquire) || t.perf_fd < 0) return;
-  set_period(t.perf_fd, rt.sample_period_ns.load(std::memory_order_relaxed));
-  if (t.restart_after_first_sample) {
-    t.restart_after_first_sample = false;
-    enable(t.perf_fd);
+  uint64_t period = rt.sample_period_ns.load(std::memory_order_relaxed);
+  uint64_t delay = std::exchange(t.phase_delay_ns, 0);
+  if (delay > 0 && delay < period) {
+    set_period(t.perf_fd, period - delay);  // regular_period stays false: the next sample sets `period`
+    return;
   }
+  set_period(t.perf_fd, period);
   t.regular_period.store(true, std::memory_order_release);
   if (rt.quiet_sampling) stop_signals(t.perf_fd);
 }
@@ -199,8 +251,8 @@ void on_sample_signal(int, siginfo_t*, void* context) {
     handle_timer_sample(*rt, *t, context);
     rt->ledger.pay_from_signal(t->ledger);
   } else if (rt && t) {
+    settle_period(*rt, *t);  // first: a hurried period would go on sampling the drain
     drain_ring(*rt, *t);
-    settle_period(*rt, *t);
     rt->ledger.pay_from_signal(t->ledger);
   }
   errno = saved_errno;
@@ -258,13 +310,15 @@ uint64_t first_period(const ThreadState& t, uint64_t period) {
   return 1 + phase % period;
 }
 
-/// A first period shorter than this stops the sampler after its first sample
-/// (start_sampling). From 1 ns (the kernel makes that 10 us), a thread was
-/// sometimes flooded: its first signal, which sets the regular period, came
-/// only after milliseconds, with a sample every ~30 us meanwhile (fork_join:
-/// threads with 100+ samples in 3 ms, up to 3,150 samples lost per run, and
-/// hundreds outside the scope). Never seen from 20 us.
-constexpr uint64_t flood_prone_period_ns = 50'000;
+/// The shortest first period a sampler starts with. At the kernel's floor of
+/// 10 us, the task-clock timer fires faster than this virtual machine takes
+/// its interrupts: a thread made almost no progress for milliseconds (a
+/// sample every ~30 us before its first signal arrived: fork_join threads
+/// with 100+ samples in 3 ms, up to 3,150 lost per run), and an ioctl that
+/// enabled such a sampler took up to 160 ms of kernel time (scale, under
+/// strace and perf). A phase shorter than this is taken at this period, and the thread's
+/// second period is shortened to make up for it (settle_period).
+constexpr uint64_t min_first_period_ns = 50'000;
 
 bool start_timer_sampling(ThreadState& t, const Config& config) {
   record_stack_bounds(t);
@@ -292,13 +346,21 @@ bool start_timer_sampling(ThreadState& t, const Config& config) {
 /// size, the stack, and how much of it was copied.
 constexpr uint64_t longest_sample_record = sizeof(perf_event_header) + 7 * sizeof(uint64_t) + Config::stack_sample_bytes;
 
-/// Ring pages per thread (a power of two). A thread signalled per sample
-/// drains its ring at each one: room for 3 records rides out a late signal.
-/// In a quiet run the profiler thread drains every ring; room for 16
-/// records lets it wake every ~8 periods (quiet_drain_interval_ns).
-unsigned ring_data_pages(bool quiet) {
+/// Records a ring without signals holds per drain interval of the profiler
+/// thread (quiet_drain_interval_ns). Its drains came up to 4x late here:
+/// sleeps overshooting by 1-3 ms in this virtual machine, and the munmap of
+/// a retired ring taking 1-6 ms. At 2, kernel-time rings lost 3-22 samples
+/// in 1 run of scale in 8.
+constexpr uint64_t unsignalled_drains_per_ring = 8;
+
+/// Ring pages per thread (a power of two, so sized to fit just under one).
+/// A thread signalled per sample drains its ring at each one: room for 15
+/// records rides out late signals and a hurried period (7 lost ~0.5% of the
+/// samples of short threads). Rings no signal drains (quiet runs, kernel
+/// time) hold 31. At 4 KiB of stack per sample, 64 and 128 KiB per thread.
+unsigned ring_data_pages(bool unsignalled) {
   uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  uint64_t needed = (quiet ? 16 : 3) * longest_sample_record;
+  uint64_t needed = (unsignalled ? 31 : 15) * longest_sample_record;
   unsigned pages = 1;
   while (pages * page < needed) pages *= 2;
   return pages;
@@ -339,14 +401,13 @@ void prepare_sampling() {
 /// kernel. It never signals: a signal raised inside a system call would cut
 /// short a wait that cannot restart (epoll_wait, poll, a partial pipe write),
 /// so the profiler thread and the thread's own sample handler drain it.
-void start_kernel_sampling(ThreadState& t, perf_event_attr attr, Runtime* rt) {
+void start_kernel_sampling(ThreadState& t, perf_event_attr attr, uint64_t period) {
   if (g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::Refused) return;
   attr.exclude_user = 1;
   attr.exclude_kernel = 0;
-  attr.disabled = 0;
+  attr.disabled = 1;  // enabled once its ring is mapped
   attr.wakeup_events = 0;
-  uint64_t period = rt ? rt->sample_period_ns.load(std::memory_order_relaxed) : 0;
-  attr.sample_period = period > 0 ? period : attr.sample_period;
+  attr.sample_period = period;  // no random phase: kernel time is sampled from the thread's start
   long fd = perf_event_open(&attr);
   if (fd < 0) {
     g_kernel_sampling.store(KernelSampling::Refused, std::memory_order_relaxed);
@@ -359,6 +420,7 @@ void start_kernel_sampling(ThreadState& t, perf_event_attr attr, Runtime* rt) {
     g_kernel_sampling.store(KernelSampling::Refused, std::memory_order_relaxed);
     return;
   }
+  ioctl(t.kernel_fd, PERF_EVENT_IOC_ENABLE, 0);
   g_kernel_sampling.store(KernelSampling::On, std::memory_order_relaxed);
 }
 
@@ -371,7 +433,9 @@ bool start_sampling(ThreadState& t, const Config& config) {
   attr.config = PERF_COUNT_SW_TASK_CLOCK;
   Runtime* rt = runtime();
   uint64_t period = rt ? rt->sample_period_ns.load(std::memory_order_relaxed) : 0;
-  attr.sample_period = first_period(t, period > 0 ? period : config.sample_period_ns);
+  if (period == 0) period = config.sample_period_ns;
+  const uint64_t phase = first_period(t, period);
+  attr.sample_period = std::max(phase, min_first_period_ns);
   // The user registers and a slice of the user stack: the sample's walk
   // (unwinder.h) finds its callers without frame pointers.
   attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
@@ -390,15 +454,15 @@ bool start_sampling(ThreadState& t, const Config& config) {
   if (fd < 0) {
     // Refused for this process (paranoid level, seccomp, no PMU): fall back for every thread.
     log::warn_once(g_perf_refused_warned,
-                   "perf_event_open refused ({}): sampling with CPU-time timers instead (no call chains, so "
-                   "samples in code outside the scope are lost)",
+                   "perf_event_open refused ({}): sampling with CPU-time timers instead (time in the kernel is "
+                   "not sampled)",
                    std::strerror(static_cast<int>(-fd)));
     g_use_timers.store(true, std::memory_order_relaxed);
     return start_timer_sampling(t, config);
   }
   t.perf_fd = place_high(static_cast<int>(fd));
   t.regular_period.store(false, std::memory_order_relaxed);
-  t.restart_after_first_sample = attr.sample_period < flood_prone_period_ns;
+  t.phase_delay_ns = attr.sample_period - phase;
   // At a shortened period, one sample in `rate` is counted (counted_in_profile):
   // which one must be random too, or every thread would lose its last
   // rate - 1 samples on average (-10% for threads of 2-3 ms).
@@ -415,17 +479,13 @@ bool start_sampling(ThreadState& t, const Config& config) {
     stop_sampling(t);
     return false;
   }
-  // A short first period: enabled for one sample only (the kernel stops the
-  // sampler at once, and the signal handler restarts it with the regular
-  // period), so a late signal cannot flood the thread. Not for every thread:
-  // the restart costs a system call, and the thread's CPU time until the
-  // handler runs (~50 us here) goes unsampled.
-  start_kernel_sampling(t, attr, rt);  // before the first signal, which drains both rings
-  if (t.restart_after_first_sample) {
-    ioctl(t.perf_fd, PERF_EVENT_IOC_REFRESH, 1);  // one sample
-  } else {
-    ioctl(t.perf_fd, PERF_EVENT_IOC_ENABLE, 0);
-  }
+  ioctl(t.perf_fd, PERF_EVENT_IOC_ENABLE, 0);
+  // Then the kernel-time sampler: enabling this one while the other was
+  // already on took up to 107 ms of kernel time, 2 runs of scale in 22 (the
+  // ioctl spun in event_function_call; kernel 6.18 in this virtual machine);
+  // never in 12 runs in this order. Its first samples may come after the
+  // thread's first signal: the ring is drained at the next.
+  start_kernel_sampling(t, attr, period);
   return true;
 }
 
@@ -456,7 +516,9 @@ void stop_sampling(ThreadState& t) {
 
 void hurry_next_sample(ThreadState& t) {
   if (t.timer_mode || t.perf_fd < 0) return;
-  constexpr uint64_t hurried_period_ns = 20'000;
+  // Not shorter: at 20 us, a thread's own sampling outran its handler, 15
+  // samples or more were lost at once (~1 run of scale in 2).
+  constexpr uint64_t hurried_period_ns = 100'000;
   // The period first, then the flag: the handler resets the period only
   // after it sees the flag cleared, so it can never leave the short period
   // in place with the flag saying regular.
@@ -484,19 +546,30 @@ void drain_unsignalled_rings(Runtime& rt) {
 
 bool kernel_sampling() { return g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::On; }
 
+bool timer_sampling() { return g_use_timers.load(std::memory_order_relaxed); }
+
 uint64_t quiet_drain_interval_ns(const Config& config) {
   uint64_t ring_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) * ring_data_pages(true);
   uint64_t samples_that_fit = std::max<uint64_t>(2, ring_bytes / longest_sample_record);
-  return config.sample_period_ns * (samples_that_fit / 2);
+  // Experiments that insert delays sample faster (Config::delay_sampling_rate),
+  // and kernel-time rings fill at that rate too.
+  uint64_t shortest_period = config.sample_period_ns / (config.only_baselines() ? 1 : config.delay_sampling_rate);
+  return shortest_period * std::max<uint64_t>(1, samples_that_fit / unsignalled_drains_per_ring);
 }
 
-void unmap_retired_rings() {
-  std::vector<PerfRing::Mapping> retired;
-  {
-    FutexGuard guard(g_retired_lock);
-    retired.swap(g_retired);
+void unmap_retired_rings(uint64_t budget_ns) {
+  const uint64_t start = sys::monotonic_ns();
+  for (;;) {
+    PerfRing::Mapping m;
+    {
+      FutexGuard guard(g_retired_lock);
+      if (g_retired.empty()) return;
+      m = g_retired.back();
+      g_retired.pop_back();
+    }
+    munmap(m.address, m.size);
+    if (sys::monotonic_ns() - start >= budget_ns) return;
   }
-  for (const auto& m : retired) munmap(m.address, m.size);
 }
 
 void forget_inherited_sampler(ThreadState& t) {

@@ -52,15 +52,21 @@ void drain_unsignalled_rings(Runtime& rt);
 /// system; known once the first thread has started sampling).
 bool kernel_sampling();
 
-/// How often rings without signals must be drained: half the time one
-/// fills at the configured period with the longest records.
+/// Whether perf_event was refused and threads sample with CPU-time timers.
+bool timer_sampling();
+
+/// How often rings without signals must be drained: an eighth of the time
+/// one fills at the shortest period in use, with the longest records.
 uint64_t quiet_drain_interval_ns(const Config& config);
 
-/// Unmaps the ring buffers of threads that have exited. The profiler thread
-/// calls this: an munmap in a multithreaded process waits for TLB shootdowns
-/// on every core, which made each exiting thread ~1 ms slower when threads
-/// churned (20,000 short threads, 4 at a time: 33 us -> 950 us per thread).
-void unmap_retired_rings();
+/// Unmaps the ring buffers of threads that have exited, until `budget_ns`
+/// has passed (one at least; the rest wait for the next call). The profiler
+/// thread calls this: an munmap in a multithreaded process waits for TLB
+/// shootdowns on every core, which made each exiting thread ~1 ms slower
+/// when threads churned (20,000 short threads, 4 at a time: 33 us -> 950 us
+/// per thread). It took 1-6 ms per ring here, time in which the profiler
+/// drains no ring: hence the budget.
+void unmap_retired_rings(uint64_t budget_ns = UINT64_MAX);
 /// In a forked child: drops the descriptor and mapping inherited from the
 /// parent without touching the event, which is still the parent's (an ioctl
 /// on the shared descriptor would disable the parent's sampler).

@@ -39,7 +39,9 @@ void unblock_sample_signal() {
 
 ThreadState* current_thread() { return tls_thread; }
 
-void register_current_thread(uint64_t creator_local) {
+// Never inlined: a sample whose walk passes through this function or
+// unregister_current_thread is of the runtime's work (in_runtime_work).
+[[gnu::noinline]] void register_current_thread(uint64_t creator_local) {
   Runtime* rt = runtime();
   if (!rt || tls_thread) return;
   auto* t = new ThreadState;
@@ -73,7 +75,7 @@ void reset_live_threads_after_fork() {
   if (tls_thread) g_threads.push_back(tls_thread);
 }
 
-void unregister_current_thread() {
+[[gnu::noinline]] void unregister_current_thread() {
   ThreadState* t = tls_thread;
   Runtime* rt = runtime();
   if (!t) return;

@@ -27,9 +27,11 @@ struct ThreadState {
   // False until the first sample (which comes after a random phase), and
   // after hurry_next_sample: the signal handler then sets the regular period.
   std::atomic<bool> regular_period{false};
-  // The sampler stops after its first sample (a short random phase, see
-  // start_sampling); the signal handler restarts it.
-  bool restart_after_first_sample = false;
+  // How much later than its random phase the first sample was taken (a
+  // phase shorter than min_first_period_ns, see start_sampling): the handler
+  // shortens the second period by as much, so later samples fall where the
+  // phase put them.
+  uint64_t phase_delay_ns = 0;
   // Samples taken at a period shorter than the configured one (see
   // counted_in_profile in sampler.cpp); starts at a random count.
   uint32_t short_period_samples = 0;

@@ -707,6 +707,11 @@ TEST_F(RobustnessTest, TwentyThousandShortLivedThreads) {
 // - During experiments, threads sample every 0.5 ms and one sample in two is
 //   counted: always the second, each thread lost its last odd one (0.85 of
 //   the CPU time).
+// - With the kernel's time sampled as well, the runtime's own kernel work
+//   per thread (opening and mapping its samplers, paying delays) came out as
+//   2.5% outside the scope, until samples of the runtime at work were
+//   dropped (sampler.cpp, in_runtime_work); a 10 us first period and a
+//   20 us hurried one cost lost samples (min_first_period_ns).
 // Both ways of sampling: a run that inserts no delays, and a full run.
 TEST_F(RobustnessTest, ShortThreadsAreSampledInProportionToTheirCpuTime) {
   const std::vector<std::string> program = {SCALE_EXE, "--rounds", "600"};
@@ -729,7 +734,8 @@ TEST_F(RobustnessTest, ShortThreadsAreSampledInProportionToTheirCpuTime) {
     std::cerr << "[ samples  ] " << (options.empty() ? "full run" : "no delays") << ": " << samples << " on "
               << line << " for " << cpu_ms << " ms of work\n";
     ASSERT_GT(cpu_ms, 1000.0) << result.out;
-    // Sampling noise is ~2% here, and the threads' time in the kernel is never sampled (~0.97 here).
+    // Sampling noise is ~2% here. With the threads' time in the kernel
+    // sampled too (root, or perf_event_paranoid <= 1), 1.00-1.01; ~0.97 without.
     EXPECT_GT(samples / cpu_ms, 0.90) << result.out;
     EXPECT_LT(samples / cpu_ms, 1.05) << result.out;
   }
