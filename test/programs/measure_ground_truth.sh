@@ -8,6 +8,8 @@
 # root the programs run under SCHED_FIFO (chrt -f 10), which shields them
 # from ordinary processes; otherwise run this on an idle machine.
 # Usage: measure_ground_truth.sh BUILD_DIR/test/programs [RUNS]
+# ONLY='REGEX' (grep -E) measures only the groups whose base program matches,
+# e.g. ONLY='^(lib_|syscall_)'.
 set -eu
 dir=${1:?usage: $0 BUILD_DIR/test/programs [RUNS]}
 runs=${2:-3}
@@ -51,6 +53,7 @@ group() {
   fields=
   while [ "$1" != -- ]; do fields="$fields $1"; shift; done
   shift
+  if [ -n "${ONLY:-}" ] && ! printf '%s\n' "$1" | grep -Eq -- "$ONLY"; then return 0; fi
   run "$@"
   for f in $fields; do report "$f" "$@"; done
 }
@@ -61,6 +64,13 @@ group elapsed -- pipeline pipeline_fast_consume pipeline_fast_produce
 group elapsed -- lock_contention lock_contention_fast_critical lock_contention_fast_outside
 group mean_latency elapsed -- latency latency_fast_handle latency_fast_background
 group elapsed -- shared_lib_main shared_lib_main_fast_hot
+# Time inside libraries and the kernel (test/integration/library_time_test.cpp).
+group elapsed -- lib_memcpy lib_memcpy_fast_copy lib_memcpy_fast_produce
+group elapsed -- lib_qsort lib_qsort_fast_sort lib_qsort_fast_produce
+group elapsed -- lib_malloc lib_malloc_fast_churn lib_malloc_fast_produce
+group elapsed -- lib_zlib lib_zlib_fast_compress lib_zlib_fast_produce
+group elapsed -- lib_stdcxx lib_stdcxx_fast_hash lib_stdcxx_fast_produce
+group elapsed -- syscall_write syscall_write_fast_write syscall_write_fast_produce
 if [ -x "$dir/rust_progress/release/rust_progress" ]; then
   group elapsed -- rust_progress/release/rust_progress
 fi
