@@ -1,4 +1,4 @@
-// The three measurements; each returns its section of RESULTS.md.
+// The measurements; each returns its section of RESULTS.md.
 #pragma once
 
 #include "stats.h"
@@ -9,6 +9,7 @@ namespace coz_bench {
 Section measure_accuracy(const Config& config);
 Section measure_overhead(const Config& config);
 Section measure_startup(const Config& config);
+Section measure_unwind(const Config& config);
 
 /// Progress on stderr while the harness runs (not part of the results).
 void progress(const std::string& message);

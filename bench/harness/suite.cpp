@@ -33,6 +33,24 @@ const std::vector<BenchProgram>& suite() {
        "elapsed", "item done",
        {{"refresh_stats", "hot_no_effect_fast_refresh", 0.0, true},
         {"stage_b", "hot_no_effect_fast_stage_b", 1.0 / 6.0, false}}},
+      // pipeline's structure, the consumer's line spending its time in a
+      // library built without frame pointers (test/programs/lib_*).
+      {"lib_memcpy", "test/programs/lib_memcpy.cpp", "pipeline, consumer in glibc memcpy", 8'000, 3.7, "elapsed",
+       "item consumed",
+       {{"copy_work", "lib_memcpy_fast_copy", 0.50, false},
+        {"produce_work", "lib_memcpy_fast_produce", 0.0, true}}},
+      {"lib_qsort", "test/programs/lib_qsort.c", "pipeline, consumer in glibc qsort + strcmp", 8'000, 3.6, "elapsed",
+       "item consumed",
+       {{"sort_work", "lib_qsort_fast_sort", 0.50, false},
+        {"produce_work", "lib_qsort_fast_produce", 0.0, true}}},
+      {"lib_malloc", "test/programs/lib_malloc.c", "pipeline, consumer in glibc malloc/free", 8'000, 4.1, "elapsed",
+       "item consumed",
+       {{"churn_work", "lib_malloc_fast_churn", 0.50, false},
+        {"produce_work", "lib_malloc_fast_produce", 0.0, true}}},
+      {"lib_zlib", "test/programs/lib_zlib.c", "pipeline, consumer in zlib compress2", 8'000, 4.0, "elapsed",
+       "item consumed",
+       {{"compress_work", "lib_zlib_fast_compress", 0.50, false},
+        {"produce_work", "lib_zlib_fast_produce", 0.0, true}}},
   };
   return programs;
 }
