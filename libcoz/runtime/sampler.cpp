@@ -353,17 +353,58 @@ constexpr uint64_t longest_sample_record = sizeof(perf_event_header) + 7 * sizeo
 /// in 1 run of scale in 8.
 constexpr uint64_t unsignalled_drains_per_ring = 8;
 
-/// Ring pages per thread (a power of two, so sized to fit just under one).
-/// A thread signalled per sample drains its ring at each one: room for 15
-/// records rides out late signals and a hurried period (7 lost ~0.5% of the
-/// samples of short threads). Rings no signal drains (quiet runs, kernel
-/// time) hold 31. At 4 KiB of stack per sample, 64 and 128 KiB per thread.
-unsigned ring_data_pages(bool unsignalled) {
+/// Data pages (a power of two) for a ring that holds `records` of the
+/// longest kind.
+unsigned ring_pages_for(uint64_t records) {
   uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  uint64_t needed = (unsignalled ? 31 : 15) * longest_sample_record;
   unsigned pages = 1;
-  while (pages * page < needed) pages *= 2;
+  while (pages * page < records * longest_sample_record) pages *= 2;
   return pages;
+}
+
+/// Whether the kernel counts our rings against a locked-memory limit: for
+/// a user without CAP_IPC_LOCK, perf_event_mlock_kb per CPU, then
+/// RLIMIT_MEMLOCK (~9 MB here). Root, the usual case, has no limit.
+bool memlock_limited() {
+  static const bool limited = [] {
+    rlimit limit{};
+    return geteuid() != 0 && getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+  }();
+  return limited;
+}
+
+/// Ring pages per thread, sized to fit just under a power of two. A thread
+/// signalled per sample drains its ring at each one: room for 15 records
+/// rides out late signals and a hurried period (7 lost ~0.5% of the samples
+/// of short threads). Rings no signal drains (quiet runs, kernel time) hold
+/// 31. At 4 KiB of stack per sample, 64 and 128 KiB per thread. Under a
+/// locked-memory limit, 3 and 7 (16 and 32 KiB): with the larger rings, a
+/// user's ~9 MB ran out at 130 threads.
+unsigned ring_data_pages(bool unsignalled) {
+  if (memlock_limited()) return ring_pages_for(unsignalled ? 7 : 3);
+  return ring_pages_for(unsignalled ? 31 : 15);
+}
+
+std::atomic<bool> g_ring_shrunk_warned{false};
+
+/// Maps `ring` with `pages` data pages, or with fewer, down to room for one
+/// record, where the locked-memory limit refuses (memlock_limited).
+bool map_ring(PerfRing& ring, int fd, unsigned pages) {
+  const unsigned smallest = ring_pages_for(1);
+  for (unsigned p = pages; p >= smallest; p /= 2) {
+    if (ring.map(fd, p)) {
+      if (p < pages) {
+        uint64_t kib = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
+        log::warn_once(g_ring_shrunk_warned,
+                       "the locked-memory limit leaves {} KiB of sample buffer for some threads ({} KiB asked): "
+                       "samples may be lost; raise `ulimit -l` or /proc/sys/kernel/perf_event_mlock_kb",
+                       p * kib, pages * kib);
+      }
+      return true;
+    }
+    if (errno != EPERM && errno != ENOMEM) return false;
+  }
+  return false;
 }
 
 long perf_event_open(perf_event_attr* attr) {
@@ -414,7 +455,7 @@ void start_kernel_sampling(ThreadState& t, perf_event_attr attr, uint64_t period
     return;
   }
   t.kernel_fd = place_high(static_cast<int>(fd));
-  if (!t.kernel_ring.map(t.kernel_fd, ring_data_pages(true))) {
+  if (!map_ring(t.kernel_ring, t.kernel_fd, ring_data_pages(true))) {
     close(t.kernel_fd);
     t.kernel_fd = -1;
     g_kernel_sampling.store(KernelSampling::Refused, std::memory_order_relaxed);
@@ -467,8 +508,13 @@ bool start_sampling(ThreadState& t, const Config& config) {
   // which one must be random too, or every thread would lose its last
   // rate - 1 samples on average (-10% for threads of 2-3 ms).
   t.short_period_samples = static_cast<uint32_t>(sys::monotonic_ns() >> 10);
-  if (!t.ring.map(t.perf_fd, ring_data_pages(rt && rt->quiet_sampling))) {
-    log::warn_once(g_perf_refused_warned, "cannot map the perf_event ring buffer: {}", std::strerror(errno));
+  if (!map_ring(t.ring, t.perf_fd, ring_data_pages(rt && rt->quiet_sampling))) {
+    log::warn_once(g_perf_refused_warned,
+                   "cannot map a perf_event ring buffer ({}): threads started from now on may not be sampled{}",
+                   std::strerror(errno),
+                   errno == EPERM ? " (the locked-memory limit is used up: `ulimit -l`, "
+                                    "/proc/sys/kernel/perf_event_mlock_kb)"
+                                  : "");
     stop_sampling(t);
     return false;
   }
