@@ -4,7 +4,7 @@
 //
 //   ours, live      the runtime's walk (libcoz/core/unwinder) over the live
 //                   stack: what the timer fallback does in its handler
-//   ours, copy      the same walk over an 8 KiB copy of the stack's top, the
+//   ours, copy      the same walk over a 4 KiB copy of the stack's top, the
 //                   copy included: what a perf_event sample costs us after
 //                   the kernel's own copy (PERF_SAMPLE_STACK_USER)
 //   glibc backtrace libgcc's unwinder (.eh_frame_hdr search and CFA
@@ -141,7 +141,7 @@ Section measure_unwind(const Config& config) {
   stack_bounds();
 
   section.table.header = {"stack (frames walked: ours / backtrace)", "ours, live: median / p99 ns",
-                          "ours, 8 KiB copy: median / p99 ns", "glibc backtrace(): median / p99 ns",
+                          "ours, 4 KiB copy: median / p99 ns", "glibc backtrace(): median / p99 ns",
                           "backtrace / ours (median)"};
   g_rounds = config.quick ? 2000 : 20000;
   double worst_median = 0;
@@ -167,13 +167,13 @@ Section measure_unwind(const Config& config) {
       frames->objects(), rows, build_ms));
   section.notes.push_back(
       "Each walk starts inside a qsort comparator and goes to the stack's first frame (_start): qsort's frames "
-      "are glibc's, without frame pointers. ours, live = the timer fallback's walk; ours, copy = an 8 KiB copy "
+      "are glibc's, without frame pointers. ours, live = the timer fallback's walk; ours, copy = a 4 KiB copy "
       "of the stack top plus the walk, which is what the runtime does per perf_event sample after the kernel "
       "copied the stack into the ring (the kernel's copy itself shows in the overhead table).");
   section.notes.push_back(
       "glibc backtrace() (libgcc's unwinder) is the usual alternative; it cannot run in a signal handler "
       "(dl_iterate_phdr takes the loader lock; the first call allocates), so it is here for scale only.");
-  section.targets.push_back({"one sample's walk (8 KiB copy + walk, median, deepest stack) under 5 us",
+  section.targets.push_back({"one sample's walk (4 KiB copy + walk, median, deepest stack) under 5 us",
                              ns(worst_median) + " ns", pass_miss(worst_median < 5000)});
   return section;
 }
