@@ -54,25 +54,18 @@ bool counted_in_profile(const Runtime& rt, ThreadState& t) {
 
 void on_sample_signal(int, siginfo_t*, void* context);
 
-/// Whether the walk passes through one of the runtime's own functions before
-/// any in-scope line: the sample caught the runtime at work (the sample
-/// handler draining, walking and paying delays; a thread's sampler being set
-/// up or torn down), which belongs to no line of the program. Through the
-/// handler's signal frame, the walk would go on to the interrupted line and
-/// charge it with the handler's time.
-bool in_runtime_work(const Runtime& rt, const UnwindFrame* frames, size_t depth) {
+/// Whether `frame` is in one of the runtime's functions that mark its own
+/// work: the sample handler (draining, walking, paying delays) and a
+/// thread's sampler set-up and tear-down. Those samples belong to no line of
+/// the program; through the handler's signal frame, the walk would go on to
+/// the interrupted line and charge it with the handler's time.
+bool is_runtime_work(const UnwindFrame& frame) {
   const uint64_t own[] = {reinterpret_cast<uint64_t>(&on_sample_signal),
                           reinterpret_cast<uint64_t>(&register_current_thread),
                           reinterpret_cast<uint64_t>(&unregister_current_thread)};
-  const FrameTable* ours = rt.frames.tables().find(own[0]);
-  for (size_t i = 0; i < depth; ++i) {
-    if (frames[i].table == ours) {
-      uint64_t start = ours->function_start(frames[i].pc);
-      if (std::find(std::begin(own), std::end(own), start) != std::end(own)) return true;
-    }
-    if (rt.lines.find(frames[i].pc)) return false;
-  }
-  return false;
+  const FrameTable* table = frame.table;
+  if (!table || own[0] < table->base || own[0] >= table->end) return false;  // not the runtime's object
+  return std::find(std::begin(own), std::end(own), table->function_start(frame.pc)) != std::end(own);
 }
 
 /// Walks a sample's stack and finds its frames in scope: frames[0] is the
@@ -81,20 +74,22 @@ bool in_runtime_work(const Runtime& rt, const UnwindFrame* frames, size_t depth)
 /// it); all of them make its folded stack, where each in-scope line is
 /// followed (on the inner side) by the out-of-scope function it called, if
 /// the walk passed through one. Counts why the walk ended. Nullopt for a
-/// sample of the runtime's own work (in_runtime_work).
+/// sample of the runtime's own work: one of its frames (is_runtime_work)
+/// before any in-scope line.
 std::optional<size_t> stack_frames(Runtime& rt, ThreadState& t, const UnwindRegisters& regs,
                                    const StackMemory& stack, StackFrame (&frames)[StackTable::max_frames],
                                    bool counted) {
   UnwindStop stop;
   size_t depth = unwind(rt.frames.tables(), regs, stack, t.unwind_frames, Config::max_unwind_frames, stop);
-  if (in_runtime_work(rt, t.unwind_frames, depth)) return std::nullopt;
   size_t n = 0;
   SourceLine* last_line = nullptr;
   const UnwindFrame* callee = nullptr;  // outermost out-of-scope frame since the last in-scope one
   for (size_t i = 0; i < depth && n < StackTable::max_frames; ++i) {
-    SourceLine* line = rt.lines.find(t.unwind_frames[i].pc);
+    const UnwindFrame& frame = t.unwind_frames[i];
+    SourceLine* line = rt.lines.find(frame.pc);
     if (!line) {
-      callee = &t.unwind_frames[i];
+      if (!last_line && is_runtime_work(frame)) return std::nullopt;
+      callee = &frame;
       continue;
     }
     if (callee && callee->table && n + 2 <= StackTable::max_frames) {

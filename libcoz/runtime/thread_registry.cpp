@@ -40,7 +40,7 @@ void unblock_sample_signal() {
 ThreadState* current_thread() { return tls_thread; }
 
 // Never inlined: a sample whose walk passes through this function or
-// unregister_current_thread is of the runtime's work (in_runtime_work).
+// unregister_current_thread is of the runtime's work (is_runtime_work in sampler.cpp).
 [[gnu::noinline]] void register_current_thread(uint64_t creator_local) {
   Runtime* rt = runtime();
   if (!rt || tls_thread) return;

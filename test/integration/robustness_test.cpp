@@ -710,7 +710,7 @@ TEST_F(RobustnessTest, TwentyThousandShortLivedThreads) {
 // - With the kernel's time sampled as well, the runtime's own kernel work
 //   per thread (opening and mapping its samplers, paying delays) came out as
 //   2.5% outside the scope, until samples of the runtime at work were
-//   dropped (sampler.cpp, in_runtime_work); a 10 us first period and a
+//   dropped (sampler.cpp, is_runtime_work); a 10 us first period and a
 //   20 us hurried one cost lost samples (min_first_period_ns).
 // Both ways of sampling: a run that inserts no delays, and a full run.
 TEST_F(RobustnessTest, ShortThreadsAreSampledInProportionToTheirCpuTime) {
