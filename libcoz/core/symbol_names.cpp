@@ -7,6 +7,7 @@
 namespace coz {
 
 std::string demangle(std::string_view name) {
+  name = name.substr(0, name.find('@'));  // .symtab's version: pthread_cond_signal@@GLIBC_2.3.2
   if (!name.starts_with("_Z")) return std::string(name);
   std::string mangled(name);  // NUL-terminated for the demangler
   int status = 0;

@@ -54,6 +54,14 @@ bool counted_in_profile(const Runtime& rt, ThreadState& t) {
 
 void on_sample_signal(int, siginfo_t*, void* context);
 
+/// Whether `frame` is in the runtime's own object (libcoz.so): its
+/// interposed pthread_cond_wait, pthread_mutex_lock... stand between a
+/// line and the library function it called.
+bool in_runtime_object(const UnwindFrame& frame) {
+  const auto here = reinterpret_cast<uint64_t>(&on_sample_signal);
+  return frame.table && here >= frame.table->base && here < frame.table->end;
+}
+
 /// Whether `frame` is in one of the runtime's functions that mark its own
 /// work: the sample handler (draining, walking, paying delays) and a
 /// thread's sampler set-up and tear-down. Those samples belong to no line of
@@ -63,9 +71,8 @@ bool is_runtime_work(const UnwindFrame& frame) {
   const uint64_t own[] = {reinterpret_cast<uint64_t>(&on_sample_signal),
                           reinterpret_cast<uint64_t>(&register_current_thread),
                           reinterpret_cast<uint64_t>(&unregister_current_thread)};
-  const FrameTable* table = frame.table;
-  if (!table || own[0] < table->base || own[0] >= table->end) return false;  // not the runtime's object
-  return std::find(std::begin(own), std::end(own), table->function_start(frame.pc)) != std::end(own);
+  if (!in_runtime_object(frame)) return false;
+  return std::find(std::begin(own), std::end(own), frame.table->function_start(frame.pc)) != std::end(own);
 }
 
 /// Walks a sample's stack and finds its frames in scope: frames[0] is the
@@ -89,7 +96,8 @@ std::optional<size_t> stack_frames(Runtime& rt, ThreadState& t, const UnwindRegi
     SourceLine* line = rt.lines.find(frame.pc);
     if (!line) {
       if (!last_line && is_runtime_work(frame)) return std::nullopt;
-      callee = &frame;
+      // The callee named is the library's function, never our wrapper around it.
+      if (!in_runtime_object(frame)) callee = &frame;
       continue;
     }
     if (callee && callee->table && n + 2 <= StackTable::max_frames) {
@@ -270,7 +278,8 @@ std::atomic<bool> g_timer_failed_warned{false};
 int g_fd_floor = 0;                     // our descriptors live at or above this
 
 // Whether threads also sample the time they spend in the kernel (system
-// calls, page faults): decided by the first thread's attempt.
+// calls; handle_perf_sample keeps those samples only): decided by the first
+// thread's attempt.
 enum class KernelSampling { Unknown, On, Refused };
 std::atomic<KernelSampling> g_kernel_sampling{KernelSampling::Unknown};
 
@@ -435,11 +444,11 @@ void prepare_sampling() {
   }
 }
 
-/// A second sampler for the thread's time in the kernel (system calls, page
-/// faults), where the system allows it (perf_event_paranoid <= 1, or
-/// CAP_PERFMON). Its samples carry the user registers saved at kernel entry
-/// and the user stack, so they are charged to the user line that entered the
-/// kernel. It never signals: a signal raised inside a system call would cut
+/// A second sampler for the thread's time in the kernel, where the system
+/// allows it (perf_event_paranoid <= 1, or CAP_PERFMON); only its samples
+/// inside system calls count (handle_perf_sample). They carry the user
+/// registers saved at kernel entry and the user stack, so they are charged to
+/// the user line that made the call. It never signals: a signal raised inside a system call would cut
 /// short a wait that cannot restart (epoll_wait, poll, a partial pipe write),
 /// so the profiler thread and the thread's own sample handler drain it.
 void start_kernel_sampling(ThreadState& t, perf_event_attr attr, uint64_t period) {

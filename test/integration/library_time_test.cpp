@@ -270,6 +270,12 @@ void check_library_case(const LibraryCase& c, const TempDir& scratch, const std:
   ASSERT_GT(stacks.samples, 0u) << "no stack record has " << line << " as its innermost in-scope frame";
   EXPECT_GE(static_cast<double>(stacks.via_library) / static_cast<double>(stacks.samples), kMinViaLibraryShare)
       << "expected most of " << line << "'s stacks to end in FUNCTION [" << c.library << "]: " << stacks.describe();
+  // (4) No callee is the runtime's own wrapper: the queue's waits call
+  // pthread_cond_wait through libcoz.so's interposed one, and a user should
+  // read glibc's function there ("pthread_cond_wait [libcoz.so]" before).
+  for (const auto& [frames, count] : profile->stacks) {
+    EXPECT_EQ(frames.find(" [libcoz.so]"), std::string::npos) << count << " samples: " << frames;
+  }
 }
 
 // (a) memcpy of a runtime size (128 KiB) in glibc: leaf, no frame of its own.

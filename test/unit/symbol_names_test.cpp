@@ -15,6 +15,12 @@ TEST(Demangle, RustLegacyNamesKeepTheirHash) {
             "core::num::_$LT$impl$u20$u64$GT$::wrapping_mul::h0123456789abcdef");
 }
 
+TEST(Demangle, SymbolVersionsAreDropped) {
+  EXPECT_EQ(demangle("pthread_cond_signal@@GLIBC_2.3.2"), "pthread_cond_signal");
+  EXPECT_EQ(demangle("memcpy@GLIBC_2.2.5"), "memcpy");
+  EXPECT_EQ(demangle("_Z9lib_scalell@@V1"), "lib_scale(long, long)");
+}
+
 TEST(Demangle, OtherNamesUnchanged) {
   EXPECT_EQ(demangle("main"), "main");
   EXPECT_EQ(demangle("fixture_work"), "fixture_work");
