@@ -157,13 +157,7 @@ void on_fork_child() {
   for (auto& line : rt->lines.lines()) {
     line.reported_samples.store(line.samples.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
-  rt->stats.samples.store(0);
-  rt->stats.unattributed.store(0);
-  rt->stats.lost.store(0);
-  rt->stats.lost_kernel.store(0);
-  rt->stats.kernel_samples.store(0);
-  rt->stats.unattributed_kernel.store(0);
-  for (auto& count : rt->stats.unwind_stops) count.store(0);
+  rt->stats.reset();
   rt->start_ns = sys::monotonic_ns();
   rt->writer.defer_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
   reset_live_threads_after_fork();
@@ -308,7 +302,7 @@ void stop() {
   }
   if (!walks.empty()) log::info("stack walks: {}", walks);
   if (kernel_sampling()) {
-    log::info("of which kernel time: {} samples, {} outside the scope, {} lost", rt->stats.kernel_samples.load(),
+    log::info("of which in system calls: {} samples, {} outside the scope, {} lost", rt->stats.kernel_samples.load(),
               rt->stats.unattributed_kernel.load(), rt->stats.lost_kernel.load());
   }
   warn_if_kernel_time_unsampled(*rt);

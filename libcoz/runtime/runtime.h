@@ -28,13 +28,21 @@ struct ExperimentState {
 struct SamplingStats {
   std::atomic<uint64_t> samples{0};
   std::atomic<uint64_t> unattributed{0};  // no frame of the walked stack in scope
-  std::atomic<uint64_t> kernel_samples{0};       // part of `samples`: of kernel time (start_kernel_sampling)
-  std::atomic<uint64_t> unattributed_kernel{0};  // part of `unattributed`: of kernel time
+  std::atomic<uint64_t> kernel_samples{0};       // part of `samples`: in system calls (start_kernel_sampling)
+  std::atomic<uint64_t> unattributed_kernel{0};  // part of `unattributed`: in system calls
   std::atomic<uint64_t> lost{0};          // dropped by the kernel (ring full)
-  std::atomic<uint64_t> lost_kernel{0};   // part of `lost`: samples of kernel time
+  std::atomic<uint64_t> lost_kernel{0};   // part of `lost`: of the kernel-time sampler
   /// Counted samples by why their stack walk ended (UnwindStop); Outermost
   /// also counts walks that found as many in-scope frames as a stack keeps.
   std::atomic<uint64_t> unwind_stops[5] = {};
+
+  /// Every count back to zero (a forked child's counts start afresh).
+  void reset() {
+    for (auto* count : {&samples, &unattributed, &kernel_samples, &unattributed_kernel, &lost, &lost_kernel}) {
+      count->store(0, std::memory_order_relaxed);
+    }
+    for (auto& count : unwind_stops) count.store(0, std::memory_order_relaxed);
+  }
 };
 
 struct Runtime {
