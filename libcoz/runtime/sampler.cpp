@@ -41,15 +41,21 @@ bool set_period(int perf_fd, uint64_t period) {
 /// Stops the perf_event from signalling its thread on each sample (O_ASYNC off).
 void stop_signals(int perf_fd) { sys::raw_syscall6(SYS_fcntl, perf_fd, F_SETFL, 0, 0, 0, 0); }
 
+/// How many times faster than the configured period user-time samplers
+/// sample now (Config::delay_sampling_rate during experiments, else 1).
+uint64_t short_period_rate(const Runtime& rt) {
+  uint64_t period = rt.sample_period_ns.load(std::memory_order_relaxed);
+  if (period == 0 || period >= rt.config.sample_period_ns) return 1;
+  return rt.config.sample_period_ns / period;
+}
+
 /// Whether this sample enters the profile's counts. While threads sample
 /// faster than the configured period (an experiment that inserts delays),
 /// only one sample in `rate` does, so that every count in the profile stays
 /// one per configured period of CPU time, whenever it was taken.
 bool counted_in_profile(const Runtime& rt, ThreadState& t) {
-  uint64_t period = rt.sample_period_ns.load(std::memory_order_relaxed);
-  if (period == 0 || period >= rt.config.sample_period_ns) return true;
-  uint64_t rate = rt.config.sample_period_ns / period;
-  return ++t.short_period_samples % rate == 0;
+  uint64_t rate = short_period_rate(rt);
+  return rate == 1 || ++t.short_period_samples % rate == 0;
 }
 
 void on_sample_signal(int, siginfo_t*, void* context);
@@ -117,7 +123,9 @@ std::optional<size_t> stack_frames(Runtime& rt, ThreadState& t, const UnwindRegi
 /// `in_kernel`: a sample of the thread's time in the kernel (start_kernel_sampling).
 void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const StackMemory& stack,
                    bool in_kernel = false) {
-  bool counted = counted_in_profile(rt, t);
+  // The kernel-time sampler keeps the configured period (start_kernel_sampling):
+  // each of its samples counts, and credits the delays of `rate` user samples.
+  bool counted = in_kernel || counted_in_profile(rt, t);
   StackFrame frames[StackTable::max_frames];
   std::optional<size_t> walked = stack_frames(rt, t, regs, stack, frames, counted);
   if (!walked) return;
@@ -140,7 +148,9 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   if (selected == line) {
     // Every sample credits its delay (the ledger's delay per sample matches the period in force).
     if (counted) rt.experiment.selected_samples.fetch_add(1, std::memory_order_relaxed);
-    if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
+    for (uint64_t i = 0, credits = in_kernel ? short_period_rate(rt) : 1; i < credits; ++i) {
+      if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
+    }
   }
 }
 
@@ -448,9 +458,14 @@ void prepare_sampling() {
 /// allows it (perf_event_paranoid <= 1, or CAP_PERFMON); only its samples
 /// inside system calls count (handle_perf_sample). They carry the user
 /// registers saved at kernel entry and the user stack, so they are charged to
-/// the user line that made the call. It never signals: a signal raised inside a system call would cut
-/// short a wait that cannot restart (epoll_wait, poll, a partial pipe write),
-/// so the profiler thread and the thread's own sample handler drain it.
+/// the user line that made the call. It never signals: a signal raised
+/// inside a system call would cut short a wait that cannot restart
+/// (epoll_wait, poll, a partial pipe write), so the profiler thread and the
+/// thread's own sample handler drain it. It keeps the configured period
+/// during experiments: nothing needs its samples sooner, and at the user
+/// samplers' faster period it cost the experiments more than the baselines
+/// (two_threads' no-effect line at 50%: -2.5% against -0.7% without it,
+/// interleaved runs).
 void start_kernel_sampling(ThreadState& t, perf_event_attr attr, uint64_t period) {
   if (g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::Refused) return;
   attr.exclude_user = 1;
@@ -540,7 +555,7 @@ bool start_sampling(ThreadState& t, const Config& config) {
   // ioctl spun in event_function_call; kernel 6.18 in this virtual machine);
   // never in 12 runs in this order. Its first samples may come after the
   // thread's first signal: the ring is drained at the next.
-  start_kernel_sampling(t, attr, period);
+  start_kernel_sampling(t, attr, config.sample_period_ns);
   return true;
 }
 
@@ -586,7 +601,6 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period) {
   if (rt.sample_period_ns.exchange(period, std::memory_order_relaxed) == period) return period;
   for_each_thread([&](ThreadState& t) {
     if (!t.timer_mode && t.perf_fd >= 0) signal_safe::set_period(t.perf_fd, period);
-    if (t.kernel_fd >= 0) signal_safe::set_period(t.kernel_fd, period);
   });
   return period;
 }
@@ -606,10 +620,9 @@ bool timer_sampling() { return g_use_timers.load(std::memory_order_relaxed); }
 uint64_t quiet_drain_interval_ns(const Config& config) {
   uint64_t ring_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) * ring_data_pages(true);
   uint64_t samples_that_fit = std::max<uint64_t>(2, ring_bytes / longest_sample_record);
-  // Experiments that insert delays sample faster (Config::delay_sampling_rate),
-  // and kernel-time rings fill at that rate too.
-  uint64_t shortest_period = config.sample_period_ns / (config.only_baselines() ? 1 : config.delay_sampling_rate);
-  return shortest_period * std::max<uint64_t>(1, samples_that_fit / unsignalled_drains_per_ring);
+  // Both such rings fill at the configured period: a quiet run's never
+  // changes, and the kernel-time sampler keeps it (start_kernel_sampling).
+  return config.sample_period_ns * std::max<uint64_t>(1, samples_that_fit / unsignalled_drains_per_ring);
 }
 
 void unmap_retired_rings(uint64_t budget_ns) {

@@ -56,7 +56,7 @@ bool kernel_sampling();
 bool timer_sampling();
 
 /// How often rings without signals must be drained: an eighth of the time
-/// one fills at the shortest period in use, with the longest records.
+/// one fills at the configured period, with the longest records.
 uint64_t quiet_drain_interval_ns(const Config& config);
 
 /// Unmaps the ring buffers of threads that have exited, until `budget_ns`
