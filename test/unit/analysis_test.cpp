@@ -580,7 +580,8 @@ TEST(Callee, OnlyTheFrameRightAfterTheLineCounts) {
   Profile p;
   // Two callees in a row (the runtime writes one): the outer one is what the line called.
   p.stacks = {{"a.c:1;memset [libc.so.6];free [libc.so.6]", 2}, {"a.c:1;;memset [libc.so.6];", 1}};
-  const Callee& c = conventional_profile(p).callees.at("a.c:1");
+  const ConventionalProfile conventional = conventional_profile(p);
+  const Callee& c = conventional.callees.at("a.c:1");
   EXPECT_EQ(c.function, "memset");
   EXPECT_EQ(c.samples, 3u) << "empty frames are skipped";
 }
