@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 
 namespace coz {
 
@@ -47,6 +48,12 @@ class DelayLedger {
   void end_experiment();
   uint64_t global() const { return global_.load(std::memory_order_acquire); }
   uint64_t delay_per_sample() const { return delay_per_sample_.load(std::memory_order_relaxed); }
+  /// Whether delays credited since the last experiment began may still be
+  /// owed: during an experiment that inserts delays, and after it until the
+  /// next one forgives them. A waker's credit matters only then.
+  bool delays_outstanding() const {
+    return global_.load(std::memory_order_acquire) > forgive_below_.load(std::memory_order_acquire);
+  }
   /// Total ns all threads have spent paying delays (overhead diagnostics).
   uint64_t total_paused() const { return total_paused_.load(std::memory_order_relaxed); }
 
@@ -82,6 +89,15 @@ class DelayLedger {
   void pre_block(ThreadLedger& t);
   /// After it returns: `skip` when another thread woke it up. Pays what remains owed.
   void post_block(ThreadLedger& t, bool skip);
+  /// Whether delays were credited since the thread blocked: only then does it
+  /// matter who ended the wait (a thread woken without, pays nothing either way).
+  bool accrued_while_blocked(const ThreadLedger& t) const { return global() > t.pre_block_global; }
+  /// After a wait that a thread of the program ended through the kernel (a
+  /// write to a pipe, WakeBoard): `credit` is the local count the waker stood
+  /// at, having caught up, when it woke this thread. The thread stands there
+  /// too, then pays only what accrued after the wake; with no credit (woken
+  /// by the outside world), it pays everything that accrued while it slept.
+  void post_block_claim(ThreadLedger& t, std::optional<uint64_t> credit);
   /// Before waiting for a mutex that another thread holds: notes the debt
   /// instead of paying it. Paid first, it kept the thread out of the queue:
   /// with every waiter paying at once, the lock was sometimes released to no

@@ -1,4 +1,5 @@
 #include "log.h"
+#include "sys.h"
 
 #include <unistd.h>
 
@@ -24,7 +25,7 @@ void write_line(Level level, std::string_view message) {
   const char* p = line.data();
   size_t left = line.size();
   while (left > 0) {
-    ssize_t n = ::write(STDERR_FILENO, p, left);
+    ssize_t n = sys::write(STDERR_FILENO, p, left);
     if (n <= 0) break;
     p += n;
     left -= static_cast<size_t>(n);

@@ -1,4 +1,5 @@
 #include "profile_writer.h"
+#include "sys.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -49,7 +50,7 @@ void ProfileWriter::append(const std::string& records) {
   const char* p = block.data();
   size_t left = block.size();
   while (left > 0) {
-    ssize_t n = ::write(fd_, p, left);
+    ssize_t n = sys::write(fd_, p, left);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
     p += n;

@@ -8,6 +8,7 @@
 
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include <cerrno>
@@ -26,6 +27,27 @@ inline long raw_syscall6(long n, long a1 = 0, long a2 = 0, long a3 = 0, long a4 
                    : "a"(n), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
                    : "rcx", "r11", "memory");
   return ret;  // -errno on failure, as the kernel returns it
+}
+
+/// read(2) and write(2) for the runtime's own files (the profile, /proc,
+/// stderr): libcoz.so interposes read and write, and the runtime's I/O is
+/// not the program's. -1 and errno on failure, as libc's.
+inline ssize_t read(int fd, void* buf, size_t count) {
+  long ret = raw_syscall6(SYS_read, fd, reinterpret_cast<long>(buf), static_cast<long>(count));
+  if (ret < 0) {
+    errno = static_cast<int>(-ret);
+    return -1;
+  }
+  return ret;
+}
+
+inline ssize_t write(int fd, const void* buf, size_t count) {
+  long ret = raw_syscall6(SYS_write, fd, reinterpret_cast<long>(buf), static_cast<long>(count));
+  if (ret < 0) {
+    errno = static_cast<int>(-ret);
+    return -1;
+  }
+  return ret;
 }
 
 inline int gettid() { return static_cast<int>(raw_syscall6(SYS_gettid)); }

@@ -43,7 +43,7 @@ bool add(Runtime& rt, const std::string& spec, coz_counter_t* counter, std::stri
 
 uint64_t read_count(int fd) {
   uint64_t value = 0;
-  return ::read(fd, &value, sizeof value) == static_cast<ssize_t>(sizeof value) ? value : 0;
+  return sys::read(fd, &value, sizeof value) == static_cast<ssize_t>(sizeof value) ? value : 0;
 }
 
 }  // namespace

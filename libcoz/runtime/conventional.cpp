@@ -64,6 +64,10 @@ const char* wait_kind_name(WaitKind kind) {
     case WaitKind::Futex: return "futex";
     case WaitKind::Sleep: return "sleep";
     case WaitKind::Signal: return "signal";
+    case WaitKind::Io: return "io";
+    case WaitKind::Poll: return "poll";
+    case WaitKind::Child: return "child";
+    case WaitKind::FileLock: return "flock";
   }
   return "?";
 }

@@ -59,7 +59,7 @@ class StackTable {
   std::atomic<uint64_t> dropped_{0};
 };
 
-enum class WaitKind { Mutex, Cond, RwLock, Barrier, Join, Sem, Futex, Sleep, Signal };
+enum class WaitKind { Mutex, Cond, RwLock, Barrier, Join, Sem, Futex, Sleep, Signal, Io, Poll, Child, FileLock };
 const char* wait_kind_name(WaitKind kind);
 
 /// Time spent blocked, per (wait site, kind). Updated only by waits that
@@ -76,6 +76,8 @@ class BlockedTable {
   };
   /// Totals since the last call.
   std::vector<Entry> take_new();
+  /// In a forked child: another thread of the parent may have held the lock.
+  void reset_lock_after_fork() { new (&lock_) FutexLock(); }
 
  private:
   struct Totals {

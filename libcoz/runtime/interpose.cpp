@@ -1,15 +1,19 @@
-// Every libc function libcoz.so interposes. Each wrapper has one of three
-// shapes: catch up before waking someone; pre-block / call / post-block
-// around a wait (skipping the delays that accrued while blocked only when
-// another thread ended the wait); or pass-through with a small adjustment.
-// See delay.h for why.
+// The interposed calls of threads and their synchronisation (pthread, C11
+// threads, futexes, sleeps, signals); interpose_io.cpp holds the waits and
+// wakes through descriptors. Each wrapper has one of three shapes (wait.h):
+// catch up before waking someone; pre-block / call / post-block around a
+// wait (skipping the delays that accrued while blocked only when another
+// thread ended the wait); or pass-through with a small adjustment. See
+// delay.h for why.
 #include <errno.h>
 #include <linux/futex.h>
+#include <linux/io_uring.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,56 +23,22 @@
 #include "runtime.h"
 #include "sampler.h"
 #include "thread_registry.h"
+#include "channels.h"
+#include "wait.h"
 
+using coz::catch_up;
+using coz::KernelWait;
+using coz::Wait;
+using coz::WakeKind;
+using coz::wake_through_kernel;
 using coz::real::functions;
 
 namespace {
-
-/// Brackets a wait: pre-block on entry; on exit, records how long it blocked
-/// and post-blocks (skipping or paying the delays that accrued); keeps errno.
-/// `QueueWithDebt`: waiting for a mutex another thread holds, where the time
-/// queued absorbs the debt carried in (DelayLedger::pre_lock_wait) instead
-/// of the thread paying it first.
-class Wait {
- public:
-  enum class Entry { PayFirst, QueueWithDebt };
-  explicit Wait(coz::WaitKind kind, Entry entry = Entry::PayFirst)
-      : kind_(kind), entry_(entry), start_(coz::sys::monotonic_ns()) {
-    if (entry_ == Entry::QueueWithDebt) {
-      coz::thread_pre_lock_wait(start_);
-    } else {
-      coz::thread_pre_block();
-    }
-  }
-  void done(bool woken_by_thread) {
-    int saved = errno;
-    uint64_t now = coz::sys::monotonic_ns();
-    coz::record_blocked(kind_, now - start_);
-    if (entry_ == Entry::QueueWithDebt) {
-      coz::thread_post_lock_wait(now);
-    } else {
-      coz::thread_post_block(woken_by_thread);
-    }
-    errno = saved;
-  }
-
- private:
-  coz::WaitKind kind_;
-  Entry entry_;
-  uint64_t start_;
-};
 
 /// Whether another thread holds the mutex now (glibc's lock word: 0 when
 /// free, for every mutex kind). Only a hint: it may change at once.
 bool held_by_someone(const pthread_mutex_t* mutex) {
   return __atomic_load_n(&mutex->__data.__lock, __ATOMIC_RELAXED) != 0;
-}
-
-/// Before waking another thread: pay our own delays first (keeps errno).
-void catch_up() {
-  int saved = errno;
-  coz::thread_catch_up();
-  errno = saved;
 }
 
 struct ThreadStart {
@@ -84,6 +54,17 @@ void* thread_trampoline(void* p) {
   return start.fn(start.arg);  // unregistered by a key destructor, also on pthread_exit
 }
 
+struct C11Start {
+  thrd_start_t fn;
+  void* arg;
+};
+
+void* c11_trampoline(void* p) {
+  C11Start start = *static_cast<C11Start*>(p);
+  std::free(p);
+  return reinterpret_cast<void*>(static_cast<intptr_t>(start.fn(start.arg)));
+}
+
 /// Keeps the sample signal deliverable whatever mask the program sets.
 const sigset_t* without_sample_signal(int how, const sigset_t* set, sigset_t& copy) {
   if (!set || how == SIG_UNBLOCK || !sigismember(set, coz::sample_signal)) return set;
@@ -97,6 +78,7 @@ const sigset_t* without_sample_signal(int how, const sigset_t* set, sigset_t& co
 /// sampling into a fatal signal.
 struct sigaction g_program_sample_action = {};
 
+bool is_futex_lock(int op) { return op == FUTEX_LOCK_PI || op == FUTEX_LOCK_PI2; }
 bool is_futex_wait(int op) { return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET || op == FUTEX_WAIT_REQUEUE_PI; }
 bool is_futex_wake(int op) {
   return op == FUTEX_WAKE || op == FUTEX_WAKE_BITSET || op == FUTEX_REQUEUE || op == FUTEX_CMP_REQUEUE ||
@@ -315,25 +297,62 @@ int sem_post(sem_t* sem) {
   return functions().sem_post(sem);
 }
 
-// ---- futex through syscall() (C++20 atomic waits, hand-rolled locks) ----------
+// ---- raw system calls through syscall(): futexes (C++20 atomic waits,
+// hand-rolled locks), futex_waitv, io_uring_enter, tgkill ---------------------
 
-/// FUTEX_WAIT woken by FUTEX_WAKE (skip) or not blocking at all (EAGAIN, skip);
-/// a timeout or signal pays. Wakes pay first.
+/// FUTEX_WAIT woken by FUTEX_WAKE (skip) or not blocking at all (EAGAIN,
+/// skip); FUTEX_LOCK_PI acquired from an unlocker that caught up; a timeout
+/// or signal pays. Wakes pay first. io_uring_enter: a submission may wake a
+/// thread waiting on the same ring; a wait for completions claims it.
 long syscall(long number, ...) {
   va_list ap;
   va_start(ap, number);
   long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
   long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
   va_end(ap);
-  if (number != SYS_futex) return functions().syscall(number, a1, a2, a3, a4, a5, a6);
-
-  int op = static_cast<int>(a2) & FUTEX_CMD_MASK;
-  if (is_futex_wake(op)) catch_up();
-  if (!is_futex_wait(op)) return functions().syscall(number, a1, a2, a3, a4, a5, a6);
-  Wait w(coz::WaitKind::Futex);
-  long ret = functions().syscall(number, a1, a2, a3, a4, a5, a6);
-  w.done(ret == 0 || errno == EAGAIN);
-  return ret;
+  auto real = [&] { return functions().syscall(number, a1, a2, a3, a4, a5, a6); };
+  switch (number) {
+    case SYS_futex: {
+      int op = static_cast<int>(a2) & FUTEX_CMD_MASK;
+      if (is_futex_wake(op)) catch_up();
+      if (is_futex_lock(op)) {
+        Wait w(coz::WaitKind::Mutex);
+        long ret = real();
+        w.done(ret == 0);
+        return ret;
+      }
+      if (!is_futex_wait(op)) return real();
+      Wait w(coz::WaitKind::Futex);
+      long ret = real();
+      w.done(ret == 0 || errno == EAGAIN);
+      return ret;
+    }
+    case SYS_futex_waitv: {
+      Wait w(coz::WaitKind::Futex);
+      long ret = real();
+      w.done(ret >= 0 || errno == EAGAIN);
+      return ret;
+    }
+    case SYS_io_uring_enter: {
+      int ring = static_cast<int>(a1);
+      if (a2 > 0) wake_through_kernel(WakeKind::RingSubmit, ring);
+      bool waits = (a4 & IORING_ENTER_GETEVENTS) && a3 > 0;
+      if (!waits) return real();
+      KernelWait w(coz::WaitKind::Io);
+      long ret = real();
+      w.done([ring](const coz::WakeRecord& r) { return r.kind == WakeKind::RingSubmit && r.target == ring; });
+      return ret;
+    }
+    case SYS_tgkill:
+    case SYS_tkill: {
+      bool ours = number == SYS_tkill || a1 == coz::sys::getpid();
+      if (ours) wake_through_kernel(WakeKind::Signal, static_cast<int>(number == SYS_tkill ? a1 : a2));
+      else catch_up();
+      return real();
+    }
+    default:
+      return real();
+  }
 }
 
 // ---- sleeping: woken by time, so the delays that accrued meanwhile are paid ----
@@ -372,11 +391,12 @@ unsigned int sleep(unsigned int seconds) {
 
 // ---- signals ---------------------------------------------------------------------
 
-/// A signal could come from anywhere: pays (conservative).
+/// Claims the credit of a signal a thread of this process sent; else pays.
 int sigwait(const sigset_t* set, int* sig) {
-  Wait w(coz::WaitKind::Signal);
+  KernelWait w(coz::WaitKind::Signal);
   int err = functions().sigwait(set, sig);
-  w.done(false);
+  int tid = coz::sys::gettid();
+  w.done([tid](const coz::WakeRecord& r) { return coz::signal_reaches(r, tid); });
   return err;
 }
 
@@ -400,15 +420,16 @@ int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* ti
   return ret;
 }
 
-/// Sending a signal may wake a thread in sigwait: pay first.
+/// Sending a signal may wake a thread in sigwait or sigsuspend: pay first, leave the credit.
 int pthread_kill(pthread_t thread, int sig) {
-  catch_up();
+  wake_through_kernel(WakeKind::Signal, 0);
   return functions().pthread_kill(thread, sig);
 }
 
-/// As pthread_kill.
+/// As pthread_kill when the signal is for this process; else pays first only.
 int kill(pid_t pid, int sig) {
-  catch_up();
+  if (pid == 0 || pid == coz::sys::getpid()) wake_through_kernel(WakeKind::Signal, 0);
+  else catch_up();
   return functions().kill(pid, sig);
 }
 
@@ -438,6 +459,80 @@ sighandler_t signal(int sig, sighandler_t handler) {
   sighandler_t old = g_program_sample_action.sa_handler;
   g_program_sample_action.sa_handler = handler;
   return old;
+}
+
+// ---- C11 threads: glibc builds them on internal pthread aliases, which never ----
+// reach the wrappers above; same semantics as their pthread counterparts.
+
+/// Registered as pthread_create's threads are: a thrd_t is a pthread_t, and
+/// the start function's int travels as the thread's result, as in glibc.
+int thrd_create(thrd_t* thread, thrd_start_t fn, void* arg) {
+  if (!coz::runtime()) return functions().thrd_create(thread, fn, arg);
+  auto* start = static_cast<C11Start*>(std::malloc(sizeof(C11Start)));
+  if (!start) return thrd_nomem;
+  *start = C11Start{fn, arg};
+  int err = pthread_create(reinterpret_cast<pthread_t*>(thread), nullptr, &c11_trampoline, start);
+  if (err != 0) std::free(start);
+  return err == 0 ? thrd_success : err == EAGAIN ? thrd_nomem : thrd_error;
+}
+
+/// Woken by the exiting thread, which paid its delays before exiting.
+int thrd_join(thrd_t thread, int* result) {
+  Wait w(coz::WaitKind::Join);
+  int ret = functions().thrd_join(thread, result);
+  w.done(true);
+  return ret;
+}
+
+/// As pthread_mutex_lock (an mtx_t is a pthread mutex).
+int mtx_lock(mtx_t* mutex) {
+  auto* m = reinterpret_cast<pthread_mutex_t*>(mutex);
+  Wait w(coz::WaitKind::Mutex, held_by_someone(m) ? Wait::Entry::QueueWithDebt : Wait::Entry::PayFirst);
+  int ret = functions().mtx_lock(mutex);
+  w.done(true);
+  return ret;
+}
+
+/// Acquired (from an unlocker that caught up) or timed out (pays).
+int mtx_timedlock(mtx_t* __restrict mutex, const struct timespec* __restrict abstime) {
+  Wait w(coz::WaitKind::Mutex);
+  int ret = functions().mtx_timedlock(mutex, abstime);
+  w.done(ret == thrd_success);
+  return ret;
+}
+
+/// Unlocking may wake a waiter: pay first.
+int mtx_unlock(mtx_t* mutex) {
+  catch_up();
+  return functions().mtx_unlock(mutex);
+}
+
+/// Woken by a signaller that caught up.
+int cnd_wait(cnd_t* cond, mtx_t* mutex) {
+  Wait w(coz::WaitKind::Cond);
+  int ret = functions().cnd_wait(cond, mutex);
+  w.done(true);
+  return ret;
+}
+
+/// Signalled (skip) or timed out (pays).
+int cnd_timedwait(cnd_t* __restrict cond, mtx_t* __restrict mutex, const struct timespec* __restrict abstime) {
+  Wait w(coz::WaitKind::Cond);
+  int ret = functions().cnd_timedwait(cond, mutex, abstime);
+  w.done(ret == thrd_success);
+  return ret;
+}
+
+/// Wakes a waiter: pay first.
+int cnd_signal(cnd_t* cond) {
+  catch_up();
+  return functions().cnd_signal(cond);
+}
+
+/// Wakes all waiters: pay first.
+int cnd_broadcast(cnd_t* cond) {
+  catch_up();
+  return functions().cnd_broadcast(cond);
 }
 
 // ---- libraries loaded at run time ------------------------------------------------

@@ -1,4 +1,5 @@
 #include "real.h"
+#include "sys.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -21,9 +22,9 @@ void* lookup(const char* name, const char* version) {
   // No fmt here: this can run before anything else is set up.
   const char prefix[] = "coz: error: cannot find the C library's ";
   const char suffix[] = "; the runtime cannot run in this process\n";
-  (void)!::write(STDERR_FILENO, prefix, sizeof prefix - 1);
-  (void)!::write(STDERR_FILENO, name, std::strlen(name));
-  (void)!::write(STDERR_FILENO, suffix, sizeof suffix - 1);
+  (void)!coz::sys::write(STDERR_FILENO, prefix, sizeof prefix - 1);
+  (void)!coz::sys::write(STDERR_FILENO, name, std::strlen(name));
+  (void)!coz::sys::write(STDERR_FILENO, suffix, sizeof suffix - 1);
   _exit(127);
 }
 

@@ -6,11 +6,34 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
+
+// The checked variants that -D_FORTIFY_SOURCE builds call; glibc declares
+// them only in fortified compilations.
+extern "C" {
+ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen);
+ssize_t __recv_chk(int fd, void* buf, size_t len, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void* buf, size_t len, size_t buflen, int flags, struct sockaddr* from,
+                       socklen_t* from_len);
+int __poll_chk(struct pollfd* fds, nfds_t nfds, int timeout, size_t fds_len);
+int __ppoll_chk(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout, const sigset_t* mask,
+                size_t fds_len);
+}
 
 namespace coz::real {
 
@@ -55,7 +78,66 @@ namespace coz::real {
   X(kill, true, nullptr)                                       \
   X(sigaction, true, nullptr)                                  \
   X(signal, true, nullptr)                                     \
-  X(dlopen, true, nullptr)
+  X(dlopen, true, nullptr)                                     \
+  COZ_REAL_IO_FUNCTIONS(X)                                     \
+  COZ_REAL_C11_FUNCTIONS(X)
+
+// interpose_io.cpp
+#define COZ_REAL_IO_FUNCTIONS(X)                               \
+  X(read, true, nullptr)                                       \
+  X(__read_chk, true, nullptr)                                 \
+  X(readv, true, nullptr)                                      \
+  X(recv, true, nullptr)                                       \
+  X(__recv_chk, true, nullptr)                                 \
+  X(recvfrom, true, nullptr)                                   \
+  X(__recvfrom_chk, true, nullptr)                             \
+  X(recvmsg, true, nullptr)                                    \
+  X(recvmmsg, true, nullptr)                                   \
+  X(eventfd_read, true, nullptr)                               \
+  X(accept, true, nullptr)                                     \
+  X(accept4, true, nullptr)                                    \
+  X(epoll_wait, true, nullptr)                                 \
+  X(epoll_pwait, true, nullptr)                                \
+  X(epoll_pwait2, false, nullptr)                              \
+  X(epoll_ctl, true, nullptr)                                  \
+  X(poll, true, nullptr)                                       \
+  X(__poll_chk, true, nullptr)                                 \
+  X(ppoll, true, nullptr)                                      \
+  X(__ppoll_chk, true, nullptr)                                \
+  X(select, true, nullptr)                                     \
+  X(pselect, true, nullptr)                                    \
+  X(write, true, nullptr)                                      \
+  X(writev, true, nullptr)                                     \
+  X(send, true, nullptr)                                       \
+  X(sendto, true, nullptr)                                     \
+  X(sendmsg, true, nullptr)                                    \
+  X(sendmmsg, true, nullptr)                                   \
+  X(eventfd_write, true, nullptr)                              \
+  X(connect, true, nullptr)                                    \
+  X(sigsuspend, true, nullptr)                                 \
+  X(pause, true, nullptr)                                      \
+  X(sigqueue, true, nullptr)                                   \
+  X(pthread_sigqueue, true, nullptr)                           \
+  X(waitpid, true, nullptr)                                    \
+  X(wait, true, nullptr)                                       \
+  X(wait4, true, nullptr)                                      \
+  X(waitid, true, nullptr)                                     \
+  X(flock, true, nullptr)                                      \
+  X(fcntl, true, nullptr)                                      \
+  X(fcntl64, false, nullptr)
+
+// C11 threads (interpose.cpp): glibc implements them on its internal
+// pthread aliases, which never reach the pthread wrappers.
+#define COZ_REAL_C11_FUNCTIONS(X)                              \
+  X(thrd_create, false, nullptr)                               \
+  X(thrd_join, false, nullptr)                                 \
+  X(mtx_lock, false, nullptr)                                  \
+  X(mtx_timedlock, false, nullptr)                             \
+  X(mtx_unlock, false, nullptr)                                \
+  X(cnd_wait, false, nullptr)                                  \
+  X(cnd_timedwait, false, nullptr)                             \
+  X(cnd_signal, false, nullptr)                                \
+  X(cnd_broadcast, false, nullptr)
 
 struct Table {
 #define COZ_REAL_DECLARE(name, required, version) decltype(&::name) name = nullptr;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "channels.h"
 #include "file_line.h"
 #include "log.h"
 #include "profiler.h"
@@ -18,6 +19,7 @@
 #include "sampler.h"
 #include "scope.h"
 #include "thread_registry.h"
+#include "sys.h"
 
 namespace coz {
 namespace {
@@ -55,7 +57,7 @@ std::string command_line() {
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return out;
   char buf[1024];
-  ssize_t n = read(fd, buf, sizeof buf);
+  ssize_t n = sys::read(fd, buf, sizeof buf);
   close(fd);
   for (ssize_t i = 0; i < n; ++i) out.push_back(buf[i] ? buf[i] : ' ');
   while (!out.empty() && out.back() == ' ') out.pop_back();
@@ -154,6 +156,8 @@ void on_fork_child() {
   rt->sample_period_ns.store(rt->config.sample_period_ns, std::memory_order_relaxed);
   rt->points.reset_lock_after_fork();  // the parent's profiler thread may have held it
   new (&rt->lines_lock) FutexLock();    // likewise (a dlopen in another parent thread)
+  rt->blocked.reset_lock_after_fork();  // likewise (a wait that ended in another parent thread)
+  epoll_registry_after_fork();          // likewise (an epoll_ctl)
   for (auto& line : rt->lines.lines()) {
     line.reported_samples.store(line.samples.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
@@ -270,7 +274,7 @@ void warn_if_kernel_time_unsampled(const Runtime& rt) {
   std::string paranoid = "?";
   if (int fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC); fd >= 0) {
     char buf[16] = {};
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    ssize_t n = sys::read(fd, buf, sizeof buf - 1);
     close(fd);
     if (n > 0) paranoid = std::string(buf, static_cast<size_t>(n) - (buf[n - 1] == '\n' ? 1 : 0));
   }

@@ -16,6 +16,7 @@
 #include "progress_points.h"
 #include "futex_lock.h"
 #include "sys.h"
+#include "wake_board.h"
 
 namespace coz {
 
@@ -63,6 +64,7 @@ struct Runtime {
   Breakpoints breakpoints;  // --progress / --latency lines
   StackTable stacks;
   BlockedTable blocked;
+  WakeBoard wakes;  // wakes through descriptors and signals, for the woken to claim
   std::atomic<SourceLine*> fixed_line{nullptr};  // set late when its library is dlopen'ed
   /// The period threads sample at now: config.sample_period_ns, or a
   /// fraction of it while an experiment inserts delays (set_sample_period).

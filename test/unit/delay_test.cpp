@@ -240,5 +240,54 @@ TEST_F(DelayTest, ZeroSpeedupExperimentInsertsNothing) {
   EXPECT_EQ(ledger.pay(b), 0u);
 }
 
+// Woken through the kernel (a write to a pipe): the waiter stands where the
+// waker stood when it wrote, and pays only what accrued after that.
+TEST_F(DelayTest, WaiterClaimsTheWakersCreditAndPaysWhatAccruedAfter) {
+  ledger.begin_experiment(500);
+  ledger.pre_block(b);
+  ledger.credit_sample(a);
+  ledger.credit_sample(a);  // a's work before the wake: b skips it
+  uint64_t credit = a.local.load();
+  ledger.credit_sample(a);  // after the wake, before b runs: b owes it
+  EXPECT_TRUE(ledger.accrued_while_blocked(b));
+  ledger.post_block_claim(b, credit);
+  EXPECT_EQ(g_slept_total, 500u);
+  EXPECT_EQ(ledger.owed(b), 0u);
+}
+
+// Woken from outside (no credit to claim): pays everything that accrued.
+TEST_F(DelayTest, WaiterWithoutCreditPaysEverythingThatAccrued) {
+  ledger.begin_experiment(500);
+  ledger.pre_block(b);
+  ledger.credit_sample(a);
+  ledger.credit_sample(a);
+  ledger.post_block_claim(b, std::nullopt);
+  EXPECT_EQ(g_slept_total, 1000u);
+}
+
+// A waker that overslept stands ahead of the global count: the claim stops there.
+TEST_F(DelayTest, ClaimNeverMovesPastTheGlobalCount) {
+  ledger.begin_experiment(500);
+  ledger.pre_block(b);
+  ledger.credit_sample(a);
+  ledger.post_block_claim(b, ledger.global() + 10'000);
+  EXPECT_EQ(b.local.load(), ledger.global());
+  ledger.credit_sample(a);
+  EXPECT_EQ(ledger.owed(b), 500u) << "what accrues later is owed in full";
+}
+
+TEST_F(DelayTest, NothingAccruedNothingToDecide) {
+  ledger.begin_experiment(500);
+  ledger.pre_block(b);
+  EXPECT_FALSE(ledger.accrued_while_blocked(b));
+  EXPECT_FALSE(ledger.delays_outstanding());
+  ledger.credit_sample(a);
+  EXPECT_TRUE(ledger.delays_outstanding());
+  ledger.end_experiment();
+  EXPECT_TRUE(ledger.delays_outstanding()) << "owed until the next experiment forgives them";
+  ledger.begin_experiment(0);
+  EXPECT_FALSE(ledger.delays_outstanding());
+}
+
 }  // namespace
 }  // namespace coz

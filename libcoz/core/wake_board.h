@@ -1,0 +1,88 @@
+// Recent wake-ups through the kernel: the credit a waking thread leaves for
+// the thread it wakes.
+//
+// Threads of one program often wake each other through descriptors, not
+// pthread calls: a write to a pipe, a socket or an eventfd, a connect, a
+// signal, an io_uring submission. The waker catches up (pays its delays)
+// first, as before any wake, then posts a record here: what it did, to
+// which descriptor (or thread), and the delay count it stood at. The woken
+// thread, back from read/epoll_wait/poll/accept/..., looks for a record
+// posted while it waited that reaches the descriptor it waited on
+// (channels.h decides); if it finds one, it claims that credit instead of
+// paying the delays that accrued while it slept (DelayLedger::post_block_claim).
+// Woken by the outside world (a client, a timer, a child), it finds none
+// and pays.
+//
+// A fixed ring of records, overwritten oldest first: posting is a few
+// stores and one fetch_add, with no lock and no system call, because it
+// sits on every write of the program. Records are posted only while delays
+// of an experiment may be owed (DelayLedger::delays_outstanding): during a
+// 0% experiment nothing accrues, so there is nothing to claim. A wait longer
+// than the ring's memory may miss its waker and pay: that costs accuracy
+// only on waits during which more than `capacity` other writes happened.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+
+namespace coz {
+
+enum class WakeKind : uint32_t {
+  Write,       // write/send*/eventfd_write on `target`, a descriptor
+  Connect,     // connect on `target`, a socket: wakes an accept
+  Signal,      // a signal to `target`, a thread id, or 0 for any thread of the process
+  RingSubmit,  // io_uring_enter submitting on `target`, the ring's descriptor
+  Unlock,      // flock/fcntl unlock on `target`, a descriptor
+};
+
+struct WakeRecord {
+  WakeKind kind;
+  int target;
+  uint64_t credit;  // the waker's local delay count when it posted (it had caught up)
+};
+
+class WakeBoard {
+ public:
+  static constexpr uint64_t capacity = 1024;
+
+  /// The sequence number the next record will get: a waiter notes it before
+  /// it blocks, and later looks only at records from there on.
+  uint64_t head() const { return next_.load(std::memory_order_acquire); }
+
+  /// Posts a record. Lock-free; safe from any thread (not from signal handlers
+  /// that interrupt a post on the same thread: none do).
+  void post(WakeKind kind, int target, uint64_t credit);
+
+  /// The credit of the oldest record posted at or after `since` for which
+  /// `reaches(record)` is true, asking at most `max_checks` times; records
+  /// overwritten meanwhile are skipped. Oldest first: the first write that
+  /// reached the waiter is the one that woke it.
+  template <typename Reaches>
+  std::optional<uint64_t> first_since(uint64_t since, int max_checks, Reaches&& reaches) const {
+    uint64_t end = head();
+    uint64_t begin = end > capacity && since < end - capacity ? end - capacity : since;
+    for (uint64_t seq = begin; seq < end && max_checks > 0; ++seq) {
+      WakeRecord record;
+      if (!read(seq, record)) continue;
+      --max_checks;
+      if (reaches(record)) return record.credit;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> seq{~uint64_t{0}};  // the record's sequence number once complete
+    std::atomic<uint64_t> kind_and_target{0};
+    std::atomic<uint64_t> credit{0};
+  };
+
+  /// Copies record `seq` if it is complete and not overwritten (seqlock-style).
+  bool read(uint64_t seq, WakeRecord& out) const;
+
+  std::atomic<uint64_t> next_{0};
+  Slot slots_[capacity];
+};
+
+}  // namespace coz

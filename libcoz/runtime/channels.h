@@ -1,0 +1,61 @@
+// Which descriptor a wake reached: does a write, connect or unlock on
+// descriptor W (a WakeBoard record) end a wait on descriptor R?
+//
+// Decided by the kernel objects behind the numbers, asked only after a wait
+// during which delays accrued (rarely: most waits end with nothing to
+// decide), never on the write path:
+// - the same number, when R is neither a pipe nor a socket (an eventfd, an
+//   io_uring, a file lock's file);
+// - a pipe: both ends have the same inode on pipefs;
+// - a socket: W's local address is R's peer address (TCP and UDP on
+//   loopback exactly; UNIX sockets by path, and unnamed ones, such as a
+//   socketpair's, match any unnamed peer: the nearest the kernel tells
+//   without sock_diag);
+// - a file lock: the same inode.
+// A descriptor closed or reused before the check does not match: the
+// waiter pays, as if woken from outside.
+#pragma once
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include "wake_board.h"
+
+namespace coz {
+
+/// What a waiter knows about the descriptor it waited on, looked up once.
+class WaitedChannel {
+ public:
+  explicit WaitedChannel(int fd);
+  /// Whether `record` (a write, connect, unlock or ring submission) reached this descriptor.
+  bool reached_by(const WakeRecord& record) const;
+
+ private:
+  int fd_;
+  enum class Type { Unknown, Pipe, Socket, Other } type_ = Type::Unknown;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  sockaddr_storage peer_{};
+  socklen_t peer_len_ = 0;
+};
+
+/// A thread's own signals: whether `record` is a signal to the thread `tid`
+/// or to its whole process.
+bool signal_reaches(const WakeRecord& record, int tid);
+
+// ---- epoll: which descriptor an event's user data stands for ----------------
+// epoll_wait returns the program's `data` (often a pointer), not the
+// descriptor; epoll_ctl's wrapper notes which descriptor each one names.
+
+void epoll_registered(int epfd, int op, int fd, const epoll_event* event);
+/// The descriptor registered in `epfd` with `data`; -1 if unknown (then the
+/// caller may try data.fd, which libevent and libuv use).
+int epoll_descriptor(int epfd, uint64_t data);
+/// In a forked child: the registrations stay (the child inherits the epoll
+/// descriptors), the lock starts free (another parent thread may have held it).
+void epoll_registry_after_fork();
+
+}  // namespace coz

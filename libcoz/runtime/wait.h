@@ -1,0 +1,86 @@
+// The shapes every interposed call takes (see delay.h for why): catch up
+// before waking someone; pre-block / call / post-block around a wait,
+// skipping the delays that accrued while blocked only when another thread
+// of the program ended the wait. Shared by interpose.cpp (threads and their
+// synchronisation) and interpose_io.cpp (waits and wakes through descriptors).
+#pragma once
+
+#include <errno.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "conventional.h"
+#include "sys.h"
+#include "wake_board.h"
+
+namespace coz {
+
+/// Brackets a wait: pre-block on entry; on exit, records how long it blocked
+/// and post-blocks (skipping or paying the delays that accrued); keeps errno.
+/// `QueueWithDebt`: waiting for a mutex another thread holds, where the time
+/// queued absorbs the debt carried in (DelayLedger::pre_lock_wait) instead
+/// of the thread paying it first.
+class Wait {
+ public:
+  enum class Entry { PayFirst, QueueWithDebt };
+  explicit Wait(WaitKind kind, Entry entry = Entry::PayFirst);
+  void done(bool woken_by_thread);
+
+ private:
+  WaitKind kind_;
+  Entry entry_;
+  uint64_t start_;
+};
+
+/// A wait that another thread of the program may end through the kernel (a
+/// write to the pipe it reads, a signal, a connect): on exit, it claims the
+/// credit of the WakeBoard record that reached it, or pays.
+class KernelWait {
+ public:
+  explicit KernelWait(WaitKind kind);
+  /// Ends the wait. `reaches(const WakeRecord&)` says whether a record posted
+  /// during the wait ended it; asked only when delays accrued meanwhile.
+  template <typename Reaches>
+  void done(Reaches&& reaches) {
+    int saved = errno;
+    std::optional<uint64_t> credit;
+    if (must_decide()) credit = first_credit(reaches);
+    finish(credit);
+    errno = saved;
+  }
+  /// Ends a wait that nothing in the program could have ended (a child's
+  /// exit, a timeout): pays.
+  void done_from_outside() {
+    int saved = errno;
+    finish(std::nullopt);
+    errno = saved;
+  }
+  /// The board's records from the wait's start on (for done's caller).
+  template <typename Reaches>
+  std::optional<uint64_t> first_credit(Reaches&& reaches) const {
+    // Each check may cost a system call or two (channels.h): bounded.
+    constexpr int max_checks = 64;
+    const WakeBoard* board = wake_board();
+    return board ? board->first_since(since_, max_checks, reaches) : std::nullopt;
+  }
+
+ private:
+  bool must_decide() const;
+  void finish(std::optional<uint64_t> credit);
+  static const WakeBoard* wake_board();
+
+  WaitKind kind_;
+  uint64_t start_;
+  uint64_t since_;
+};
+
+/// Before waking another thread (pays what this thread owes; keeps errno).
+void catch_up();
+
+/// Before waking another thread through the kernel: catches up, then, while
+/// an experiment inserts delays, leaves the credit on the board for the
+/// thread woken to claim (keeps errno).
+void wake_through_kernel(WakeKind kind, int target);
+
+}  // namespace coz
