@@ -51,6 +51,23 @@ const std::vector<BenchProgram>& suite() {
        "item consumed",
        {{"compress_work", "lib_zlib_fast_compress", 0.50, false},
         {"produce_work", "lib_zlib_fast_produce", 0.0, true}}},
+      // Threads that wake each other through descriptors (bench/programs).
+      {"pipe_rpc", "bench/programs/pipe_rpc.cpp", "request/response over pipes, server in epoll_wait", 6'600, 4.0,
+       "elapsed", "reply",
+       {{"client_work", "pipe_rpc_fast_client", 1.0 / 3.0, false},
+        {"server_work", "pipe_rpc_fast_server", 1.0 / 6.0, false}}},
+      {"eventfd_pool", "bench/programs/eventfd_pool.cpp", "thread pool fed through an eventfd", 6'600, 4.0,
+       "elapsed", "batch done",
+       {{"large_task", "eventfd_pool_fast_large", 0.50, false},
+        {"small_task", "eventfd_pool_fast_small", 0.0, true}}},
+      {"unix_rpc", "bench/programs/unix_rpc.cpp", "UNIX-socket client/server in one process", 6'600, 4.0,
+       "elapsed", "reply",
+       {{"server_handle", "unix_rpc_fast_handle", 1.0 / 3.0, false},
+        {"server_log", "unix_rpc_fast_log", 0.0, true}}},
+      {"libevent_rpc", "bench/programs/libevent_rpc.c", "libevent loop serving a thread over a socketpair", 6'600,
+       4.0, "elapsed", "reply",
+       {{"produce_work", "libevent_rpc_fast_produce", 1.0 / 3.0, false},
+        {"handle_work", "libevent_rpc_fast_handle", 1.0 / 6.0, false}}},
   };
   return programs;
 }
