@@ -22,6 +22,7 @@
 #include "unwinder.h"
 #include "real.h"
 #include "futex_lock.h"
+#include "no_destroy.h"
 
 namespace coz {
 
@@ -295,7 +296,8 @@ std::atomic<KernelSampling> g_kernel_sampling{KernelSampling::Unknown};
 
 // Ring buffers of exited threads, waiting for the profiler thread to unmap them.
 FutexLock g_retired_lock;
-std::vector<PerfRing::Mapping> g_retired;
+NoDestroy<std::vector<PerfRing::Mapping>> g_retired_list;  // the profiler thread unmaps them, also during exit
+std::vector<PerfRing::Mapping>& g_retired = g_retired_list.value;
 
 /// Moves a descriptor of ours above the program's range, so that a program
 /// with many threads does not run out of low descriptors (select() users

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "breakpoints.h"
+#include "no_destroy.h"
 #include "log.h"
 #include "real.h"
 #include "runtime.h"
@@ -18,7 +19,8 @@ namespace {
 thread_local ThreadState* tls_thread = nullptr;
 std::atomic<int> g_live_threads{0};
 FutexLock g_list_lock;
-std::vector<ThreadState*> g_threads;  // registered threads (no fixed-size table)
+NoDestroy<std::vector<ThreadState*>> g_thread_list;  // registered threads (no fixed-size table)
+std::vector<ThreadState*>& g_threads = g_thread_list.value;
 
 pthread_key_t g_exit_key;
 pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
