@@ -60,7 +60,10 @@ void wake_through_kernel(WakeKind kind, int target) {
   Runtime* rt = runtime();
   if (!t || !rt) return;
   int saved = errno;
-  rt->ledger.catch_up(t->ledger);
+  // A signal handler that writes to a pipe (the self-pipe trick) may have
+  // interrupted this thread inside ledger code: paying there would pay the
+  // same debt twice. The interrupted code settles it; post what stands.
+  if (!t->ledger.busy.load(std::memory_order_relaxed)) rt->ledger.catch_up(t->ledger);
   if (rt->ledger.delays_outstanding()) rt->wakes.post(kind, target, t->ledger.local.load(std::memory_order_relaxed));
   errno = saved;
 }
