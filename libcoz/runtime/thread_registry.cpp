@@ -137,6 +137,13 @@ void record_blocked(WaitKind kind, uint64_t ns) {
   constexpr uint64_t min_blocked_ns = 10'000;  // shorter: the wait did not really block
   Runtime* rt = runtime();
   if (!rt || !tls_thread || ns < min_blocked_ns) return;
+  // A signal handler's own wait (a read in a handler) that interrupted this
+  // very function would deadlock on the table's lock or on backtrace()'s
+  // loader lock: its record is dropped.
+  static thread_local bool recording = false;
+  if (recording) return;
+  recording = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   // The wait site is a few frames up (this function, the wrapper, maybe a
   // C++ library layer, then the program); unwinding is the cost here.
   void* frames[6];
@@ -144,6 +151,8 @@ void record_blocked(WaitKind kind, uint64_t ns) {
   SourceLine* site = nullptr;
   for (int i = 1; i < depth && !site; ++i) site = rt->lines.find(reinterpret_cast<uintptr_t>(frames[i]) - 1);
   rt->blocked.add(site, kind, ns);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  recording = false;
 }
 
 uint64_t thread_local_delay() {
