@@ -25,28 +25,25 @@ void Wait::done(bool woken_by_thread) {
   errno = saved;
 }
 
-KernelWait::KernelWait(WaitKind kind) : kind_(kind), start_(sys::monotonic_ns()), since_(0) {
-  thread_pre_block();
+KernelWait::KernelWait(WaitKind kind)
+    : kind_(kind), start_(sys::monotonic_ns()), since_(0), rt_(runtime()), thread_(current_thread()), board_(nullptr) {
+  if (!rt_ || !thread_) {
+    rt_ = nullptr;
+    thread_ = nullptr;
+    return;
+  }
+  board_ = &rt_->wakes;
+  rt_->ledger.pre_block(thread_->ledger);
   // After paying: records posted while this thread paid are older than its wait.
-  if (const WakeBoard* board = wake_board()) since_ = board->head();
+  since_ = rt_->wakes.head();
 }
 
-const WakeBoard* KernelWait::wake_board() {
-  Runtime* rt = runtime();
-  return rt ? &rt->wakes : nullptr;
-}
-
-bool KernelWait::must_decide() const {
-  ThreadState* t = current_thread();
-  Runtime* rt = runtime();
-  return t && rt && rt->ledger.accrued_while_blocked(t->ledger);
-}
+bool KernelWait::must_decide() const { return thread_ && rt_->ledger.accrued_while_blocked(thread_->ledger); }
 
 void KernelWait::finish(std::optional<uint64_t> credit) {
+  if (!thread_) return;
   record_blocked(kind_, sys::monotonic_ns() - start_);
-  ThreadState* t = current_thread();
-  Runtime* rt = runtime();
-  if (t && rt) rt->ledger.post_block_claim(t->ledger, credit);
+  rt_->ledger.post_block_claim(thread_->ledger, credit);
 }
 
 void catch_up() {

@@ -16,6 +16,9 @@
 
 namespace coz {
 
+struct Runtime;
+struct ThreadState;
+
 /// Brackets a wait: pre-block on entry; on exit, records how long it blocked
 /// and post-blocks (skipping or paying the delays that accrued); keeps errno.
 /// `QueueWithDebt`: waiting for a mutex another thread holds, where the time
@@ -56,23 +59,27 @@ class KernelWait {
     finish(std::nullopt);
     errno = saved;
   }
-  /// The board's records from the wait's start on (for done's caller).
+
+ private:
+  /// The credit of the oldest record since the wait began that `reaches` it.
   template <typename Reaches>
   std::optional<uint64_t> first_credit(Reaches&& reaches) const {
     // Each check may cost a system call or two (channels.h): bounded.
     constexpr int max_checks = 64;
-    const WakeBoard* board = wake_board();
-    return board ? board->first_since(since_, max_checks, reaches) : std::nullopt;
+    return board_->first_since(since_, max_checks, reaches);
   }
-
- private:
+  /// Delays accrued while blocked: only then does it matter who ended the wait.
   bool must_decide() const;
   void finish(std::optional<uint64_t> credit);
-  static const WakeBoard* wake_board();
 
   WaitKind kind_;
   uint64_t start_;
   uint64_t since_;
+  // Looked up once: every wrapped read and write comes through here. All
+  // null when the runtime is off or the thread is not profiled.
+  Runtime* rt_;
+  ThreadState* thread_;
+  const WakeBoard* board_;
 };
 
 /// Before waking another thread (pays what this thread owes; keeps errno).
