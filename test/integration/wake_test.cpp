@@ -10,7 +10,7 @@
 // beyond that. Woken by a thread of the program, the waiter claims the
 // waker's credit: extra ~0.1 ms in every round. Woken from outside, it pays
 // the ~10 ms, except in 0% experiments (a quarter) and rounds cut by an
-// experiment's end: about half of the rounds or more.
+// experiment's end: half of the rounds on average, with a wide spread.
 //
 // Against the runtime of commit 33317f7 (no descriptor waits interposed,
 // C11 threads reaching no wrapper, sigwait always paying) the first test
@@ -65,18 +65,28 @@ class WakeTest : public ::testing::Test {
     return parse(result.out);
   }
 
+  // Woken from outside, a round pays unless it ran in a 0% experiment or
+  // straddled two (experiments last 40-50 ms, a round ~30 ms). Over 11 runs
+  // on 2 cores a kind paid in 3 to 15 of its 16 rounds, the three kinds
+  // together in 16 to 33 of 48: one kind alone is too noisy to hold to a
+  // count, so the test holds each kind to one paid round and the three
+  // together to 10. A runtime that let outside wakes claim credit pays in
+  // none of them.
   void expect_right_payers(const std::map<std::string, Rounds>& kinds) {
     ASSERT_EQ(kinds.size(), 24u) << "every kind must report";
+    int outside_paid = 0;
     for (const auto& [kind, rounds] : kinds) {
       ASSERT_EQ(rounds.total, 16) << kind;
       if (kind.rfind("outside_", 0) == 0) {
-        EXPECT_GE(rounds.paid, 5) << kind << ": woken from outside, it must pay what accrued while it slept";
+        outside_paid += rounds.paid;
+        EXPECT_GE(rounds.paid, 1) << kind << ": woken from outside, it must pay what accrued while it slept";
       } else {
         // One round in 16 may straddle an experiment's start (its debt is
         // then forgiven or not, by timing): no more.
         EXPECT_LE(rounds.paid, 1) << kind << ": woken by a thread of the program, it must claim the waker's credit";
       }
     }
+    EXPECT_GE(outside_paid, 10) << "woken from outside, waiters must pay what accrued while they slept";
   }
 
   TempDir scratch_;
