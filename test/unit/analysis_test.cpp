@@ -787,7 +787,7 @@ class Vector : public ::testing::TestWithParam<std::string> {};
 TEST_P(Vector, MatchesExpectedAnalysis) { check_vector(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(TestVectors, Vector,
-                         ::testing::Values("basic", "latency", "coz-tab", "coz-json", "merged", "undecided",
+                         ::testing::Values("basic", "latency", "coz-tab", "coz-json", "merged", "undecided", "fdr",
                                            "corrupt", "conventional", "callee"),
                          [](const auto& info) {
                            std::string n = info.param;

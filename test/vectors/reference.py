@@ -18,7 +18,39 @@ from pathlib import Path
 
 Z = 1.959963984540054
 H = 0.025
+ALPHA = 0.05   # false discovery rate (section 7)
+N_MIN = 10     # measured experiments before any verdict
 NAN = float("nan")
+
+# Acklam's coefficients (section 7, "The two approximations")
+A = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+     1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00)
+B = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+     6.680131188771972e+01, -1.328068155288572e+01)
+C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+     -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00)
+D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+     3.754408661907416e+00)
+
+
+def erfc_approx(x):
+    t = 1 / (1 + 0.5 * x)
+    return t * math.exp(-x * x - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418
+                        + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587
+                        + t * (-0.82215223 + t * 0.17087277)))))))))
+
+
+def upper_quantile_approx(q):
+    if q < 0.02425:
+        u = math.sqrt(-2 * math.log(q))
+        lower = ((((((C[0] * u + C[1]) * u + C[2]) * u + C[3]) * u + C[4]) * u + C[5])
+                 / ((((D[0] * u + D[1]) * u + D[2]) * u + D[3]) * u + 1))
+    else:
+        v = q - 0.5
+        w = v * v
+        lower = ((((((A[0] * w + A[1]) * w + A[2]) * w + A[3]) * w + A[4]) * w + A[5]) * v
+                 / (((((B[0] * w + B[1]) * w + B[2]) * w + B[3]) * w + B[4]) * w + 1))
+    return -lower
 
 
 def parse_count(v):
@@ -146,10 +178,18 @@ def read(files, base):
                     prof["runtime"] += parse_count(f.get("time"))
                 elif typ == "sampling":
                     vals = [parse_count(f.get(k)) for k in ("samples", "in-scope", "lost")]
-                    tot = prof["sampling"] or {"processes": 0, "samples": 0, "in_scope": 0, "lost": 0}
+                    tot = prof["sampling"] or {"processes": 0, "samples": 0, "in_scope": 0, "lost": 0,
+                                               "timed": 0, "attributed_ns": 0, "cpu_time_ns": 0}
                     tot["processes"] += 1
                     for k, v in zip(("samples", "in_scope", "lost"), vals):
                         tot[k] += v
+                    try:  # period= and cpu-time=: both counts, else the pair is ignored
+                        period, cpu = parse_count(f.get("period")), parse_count(f.get("cpu-time"))
+                        tot["timed"] += 1
+                        tot["attributed_ns"] += vals[1] * period
+                        tot["cpu_time_ns"] += cpu
+                    except ValueError:
+                        pass
                     prof["sampling"] = tot
             except (ValueError, KeyError, json.JSONDecodeError):
                 prof["warnings"].append({"file": name, "line": i})
@@ -197,11 +237,59 @@ def callees(stacks):
     return out
 
 
+def verdicts(point, effs):
+    """Section 7: Benjamini-Hochberg over the point's tested effects, then labels."""
+    tested = [e for e in effs if e["p_value"] is not None]
+    eligible = sorted(e["p_value"] for e in tested if e["measured_experiments"] >= N_MIN)
+    m, R = len(tested), 0
+    for k, p in enumerate(eligible, 1):
+        if p <= (k * ALPHA) / m:
+            R = k
+    zr = upper_quantile_approx((R * ALPHA) / (2 * m)) if R > 0 else None
+    point.update(tested=m, discoveries=R, adjusted_z=zr)
+    for e in tested:
+        iv, ise = e["impact"], e["impact_se"]
+        if R > 0 and e["measured_experiments"] >= N_MIN and e["p_value"] <= eligible[R - 1]:
+            e["adjusted_low"], e["adjusted_high"] = iv - zr * ise, iv + zr * ise
+            e["label"] = "positive" if iv > 0 else "negative" if iv < 0 else "undecided"
+        elif e["measured_experiments"] >= N_MIN and Z * ise <= H:
+            e["label"] = "no-effect"
+        else:
+            e["label"] = "undecided"
+        if e["label"] != "undecided":
+            e["experiments_needed"] = 0
+        else:
+            zn = upper_quantile_approx(((R + 1) * ALPHA) / (2 * m))
+            qe = zn * ise / abs(iv) if abs(iv) > 0 else math.inf
+            qh = Z * ise / H
+            f = min(qe * qe, qh * qh)
+            e["experiments_needed"] = int(min(1e9, max(1, math.ceil(e["experiments"] * (f - 1)),
+                                                       N_MIN - e["measured_experiments"])))
+
+
+GROUPS = ("positive", "negative", "no-effect", "undecided", "thin", "insufficient-data", "unmeasured")
+
+
+def rank_key(e):
+    """Section 8: label group, its conservative bound, max_effect, then names."""
+    g = e["label"]
+    if g == "positive":
+        bound = -e["adjusted_low"]
+    elif g == "negative":
+        bound = e["adjusted_high"]
+    elif g == "undecided":
+        bound = -e["impact_low"] if not math.isnan(e["impact_low"]) else math.inf
+    else:
+        bound = -e["impact"]
+    group = "thin" if g == "undecided" and e["measured_experiments"] < N_MIN else g
+    return (GROUPS.index(group), bound, -e["max_effect"], e["line"], e["point"], e["kind"])
+
+
 def ratio(c):
     return c["y"] / c["x"]
 
 
-def analyze(prof):
+def analyze(prof, halves=True):
     obs = {}  # (name, kind) -> list of (line, bucket, x, y, d)
     for e in prof["experiments"]:
         b = int(math.floor(e["speedup"] * 20 + 0.5))
@@ -252,6 +340,7 @@ def analyze(prof):
                        callee=top_callees.get(line),
                        impact=0.0, impact_se=NAN, impact_low=NAN, impact_high=NAN, slope=NAN, slope_se=NAN,
                        slope_low=NAN, slope_high=NAN, max_effect=0.0, experiments_needed=None,
+                       measured_experiments=0, p_value=None, adjusted_low=None, adjusted_high=None,
                        measured=False, baseline="none", baseline_ns=NAN, curve=[], label="unmeasured")
             eff["sample_share"] = eff["samples"] / total if total > 0 else 0.0
             effects.append(eff)
@@ -296,26 +385,16 @@ def analyze(prof):
             eff.update(impact=iv, impact_se=ise, impact_low=iv - Z * ise, impact_high=iv + Z * ise,
                        slope=sv, slope_se=sse, slope_low=sv - Z * sse, slope_high=sv + Z * sse,
                        max_effect=max(p[1] for p in meas))
+            eff["measured_experiments"] = sum(c["experiments"] for c in eff["curve"] if c["line_speedup"] > 0)
             if math.isnan(phi):
                 eff["label"] = "insufficient-data"
                 continue
-            half = Z * ise
-            if eff["impact_low"] > 0:
-                eff["label"] = "positive"
-            elif eff["impact_high"] < 0:
-                eff["label"] = "negative"
-            elif half <= H:
-                eff["label"] = "no-effect"
+            if ise > 0:
+                eff["p_value"] = erfc_approx(abs(iv) / ise * 0.7071067811865476)
             else:
-                eff["label"] = "undecided"
-            if eff["label"] != "undecided":
-                eff["experiments_needed"] = 0
-            else:
-                qe = half / abs(iv) if abs(iv) > 0 else math.inf
-                qh = half / H
-                f = min(qe * qe, qh * qh)
-                eff["experiments_needed"] = int(min(max(math.ceil(eff["experiments"] * (f - 1.0)), 1), 1e9))
-    effects.sort(key=lambda e: (not e["measured"], -e["impact"], -e["max_effect"], e["line"], e["point"], e["kind"]))
+                eff["p_value"] = 1.0 if iv == 0 else 0.0
+        verdicts(points[-1], [e for e in effects if e["point"] == name and e["kind"] == kind])
+    effects.sort(key=rank_key)
     lines = sorted(({"location": l, "function": prof["functions"].get(l, ""), "samples": c,
                      "share": c / total if total else 0.0, "callee": top_callees.get(l)}
                     for l, c in prof["samples"].items()),
@@ -335,11 +414,32 @@ def analyze(prof):
         del s_["raw"]
     blocked = sorted(({"site": s, "kind": k, "time_ns": v[0], "count": v[1]} for (s, k), v in prof["blocked"].items()),
                      key=lambda b: (-b["time_ns"], b["site"], b["kind"]))
+    sampling = prof["sampling"] and dict(prof["sampling"])
+    if sampling:
+        if sampling.pop("timed") == 0:
+            sampling["attributed_ns"] = sampling["cpu_time_ns"] = None
     return {"experiments": len(prof["experiments"]), "runtime_ns": prof["runtime"], "total_samples": total,
-            "sampling": prof["sampling"], "points": points, "effects": effects,
+            "sampling": sampling, "points": points, "effects": effects,
             "profile": {"lines": lines, "functions": sorted(funcs.values(), key=lambda f: (-f["samples"], f["function"])),
                         "stacks": stacks, "blocked": blocked},
+            "stability": stability(prof, points, effects) if halves else [],
             "warnings": prof["warnings"]}
+
+
+def stability(prof, points, effects):
+    """Section 8, split halves: the even- and odd-numbered experiments analysed alone."""
+    a = analyze(dict(prof, experiments=prof["experiments"][0::2]), halves=False)["effects"]
+    b = analyze(dict(prof, experiments=prof["experiments"][1::2]), halves=False)["effects"]
+
+    def top(effs, p, k):
+        return [e["line"] for e in effs if e["measured"] and (e["point"], e["kind"]) == p][:k]
+    out = []
+    for pt in points:
+        p = (pt["name"], pt["kind"])
+        K = min(5, sum(1 for e in effects if e["measured"] and (e["point"], e["kind"]) == p))
+        if K > 0:
+            out.append({"name": p[0], "kind": p[1], "top": K, "agree": len(set(top(a, p, K)) & set(top(b, p, K)))})
+    return out
 
 
 def clean(v):

@@ -50,6 +50,9 @@ grep -q 'class="curve-plot"' "$dom" || fail "no plot was rendered"
 grep -q 'class="band"' "$dom" || fail "no interval band in the plots"
 grep -q 'id="conventional-lines"' "$dom" || fail "no conventional profile table"
 grep -q 'class="axis-label"[^>]*>Program speedup</text>' "$dom" || fail "plots have no axis label"
+# Measured lines (the band above): each point says how many lines settled and how stable its top lines are.
+grep -q 'class="settled"[^>]*>settled: [0-9]* speed up, ' "$dom" || fail "no per-point verdict summary (settled: ...)"
+grep -q '>top [0-9]* agree between halves: [0-9]* of [0-9]*' "$dom" || fail "no split-half stability per point"
 # (The page's own script holds the messages too: look at rendered elements only.)
 grep -q '<section id="empty-message" hidden="">' "$dom" || fail "the page says the profile is empty"
 for p in "${profiles[@]}"; do
@@ -69,6 +72,9 @@ if [ -n "$callees" ]; then
 fi
 if grep -q '^sampling' "${profiles[@]}"; then
   grep -q '>in-scope samples<' "$dom" || fail "no in-scope samples figure from the sampling records"
+fi
+if grep -qE '^sampling.*period=.*cpu-time=' "${profiles[@]}"; then
+  grep -q 'id="coverage"' "$dom" || fail "no CPU time attributed figure from sampling records with period= and cpu-time="
 fi
 if grep -q '^stack' "${profiles[@]}"; then
   chrome --dump-dom "$url#tab=stacks" >"$out/dom-stacks.html"

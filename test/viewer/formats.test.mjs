@@ -7,7 +7,19 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { analyze, emptyProfile, flameTree, formatWarning, mergeProfile, parseStackFrame, readProfile, topCallees } from "../../viewer/dist/node/analysis.mjs";
+import {
+  analyze,
+  emptyProfile,
+  erfcApprox,
+  flameTree,
+  formatWarning,
+  mergeProfile,
+  parseStackFrame,
+  readProfile,
+  samplingCoverage,
+  topCallees,
+  upperQuantileApprox,
+} from "../../viewer/dist/node/analysis.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const read = (text, name = "t.coz") => {
@@ -152,13 +164,101 @@ test("top callee: the frame right after the innermost in-scope frame, over that 
 
 test("sampling records are summed, a bad one is warned about", () => {
   const p = read("sampling\tsamples=100\tin-scope=90\tlost=1\tunwound=99\nsampling\tsamples=5\tlost=0\n");
-  assert.deepEqual(p.sampling, { processes: 1, samples: 100, in_scope: 90, lost: 1 });
+  assert.deepEqual(p.sampling, { processes: 1, samples: 100, in_scope: 90, lost: 1, timed: 0, attributed_ns: 0, cpu_time_ns: 0 });
   assert.deepEqual(p.warnings.map(formatWarning), ["t.coz:2: sampling record: missing in-scope=, skipped"]);
   const merged = emptyProfile();
   mergeProfile(merged, p);
   mergeProfile(merged, read("sampling\tsamples=10\tin-scope=10\tlost=0\n"));
-  assert.deepEqual(analyze(merged).sampling, { processes: 2, samples: 110, in_scope: 100, lost: 1 });
+  // Without period= and cpu-time= the times are unknown, not 0.
+  const a = analyze(merged);
+  assert.deepEqual(a.sampling, { processes: 2, samples: 110, in_scope: 100, lost: 1, attributed_ns: null, cpu_time_ns: null });
+  assert.equal(samplingCoverage(a.sampling), null);
   assert.equal(analyze(read("runtime\ttime=5\n")).sampling, null);
+});
+
+test("sampling period= and cpu-time= give the coverage; a bad pair is ignored, the record still counts", () => {
+  const p = read(
+    [
+      "sampling\tsamples=100\tin-scope=90\tlost=0\tperiod=1000000\tcpu-time=300000000",
+      "sampling\tsamples=10\tin-scope=10\tlost=0\tperiod=1e6\tcpu-time=100000000.0", // integral JSON-style numbers
+      "sampling\tsamples=7\tin-scope=7\tlost=0\tperiod=-5\tcpu-time=100", // bad period: the pair is ignored
+      "sampling\tsamples=3\tin-scope=3\tlost=0\tperiod=1000000", // no cpu-time=
+      "",
+    ].join("\n"),
+  );
+  assert.deepEqual(p.warnings, []);
+  const a = analyze(p);
+  assert.deepEqual(a.sampling, { processes: 4, samples: 120, in_scope: 110, lost: 0, attributed_ns: 100e6, cpu_time_ns: 400e6 });
+  assert.equal(samplingCoverage(a.sampling), 0.25);
+  // A CPU time of 0 leaves the coverage undefined.
+  assert.equal(samplingCoverage(analyze(read("sampling\tsamples=1\tin-scope=1\tlost=0\tperiod=5\tcpu-time=0\n")).sampling), null);
+});
+
+test("the two approximations of section 7", () => {
+  assert.ok(Math.abs(erfcApprox(0) - 1) < 1.2e-7);
+  // Two-sided p of z = 1.96 is 5%; of z = 3.29, 0.1%.
+  assert.ok(Math.abs(erfcApprox(1.959963984540054 * 0.7071067811865476) - 0.05) < 0.05 * 1.2e-7);
+  assert.ok(Math.abs(erfcApprox(3.290526731491926 * 0.7071067811865476) - 0.001) < 0.001 * 1.2e-7);
+  assert.ok(Math.abs(upperQuantileApprox(0.0005) - 3.290526731491926) < 1.2e-9 * 3.3); // the tail branch (q < 0.02425)
+  assert.ok(Math.abs(upperQuantileApprox(0.01) - 2.326347874040841) < 1.2e-9 * 2.4);
+  assert.ok(Math.abs(upperQuantileApprox(0.025) - 1.959963984540054) < 1.2e-9 * 1.96); // the central branch
+  assert.ok(Math.abs(upperQuantileApprox(0.3) - 0.5244005127080407) < 1.2e-9 * 0.53);
+  assert.ok(upperQuantileApprox(0.5) === 0); // (-0)
+});
+
+const undecided = () => {
+  const dir = join(here, "..", "vectors", "undecided");
+  const p = emptyProfile();
+  readProfile(readFileSync(join(dir, "profile.coz"), "utf8"), "profile.coz", p);
+  return p;
+};
+const verdictOf = (e) => [e.line, e.point, e.label, e.p_value, e.adjusted_low, e.adjusted_high, e.experiments_needed];
+
+test("verdicts are made over every line of a point, before --point and --min-experiments", () => {
+  const all = analyze(undecided());
+  const byKey = new Map(all.effects.map((e) => [`${e.line} ${e.point}`, verdictOf(e)]));
+  for (const options of [{ point: "ops" }, { minExperiments: 5 }, { point: "rare-op", minExperiments: 2 }]) {
+    const some = analyze(undecided(), options);
+    assert.ok(some.effects.length > 0 && some.effects.length < all.effects.length, JSON.stringify(options));
+    for (const e of some.effects) assert.deepEqual(verdictOf(e), byKey.get(`${e.line} ${e.point}`), JSON.stringify(options));
+    assert.deepEqual(some.points, all.points);
+  }
+  // The discoveries are the positive and negative lines; their widened intervals exclude 0 and hold the 95% one.
+  for (const p of all.points) {
+    const mine = all.effects.filter((e) => e.point === p.name && e.kind === p.kind);
+    assert.equal(p.tested, mine.filter((e) => e.p_value !== null).length);
+    const found = mine.filter((e) => e.label === "positive" || e.label === "negative");
+    assert.equal(p.discoveries, found.length);
+    for (const e of found) {
+      assert.ok(e.measured_experiments >= 10);
+      assert.ok(e.adjusted_low > 0 || e.adjusted_high < 0);
+      assert.ok(e.adjusted_low <= e.impact_low && e.adjusted_high >= e.impact_high);
+    }
+  }
+});
+
+test("a thin line gets no verdict, and needs at least its missing measured experiments", () => {
+  const a = analyze(undecided());
+  const rare = a.effects.find((e) => e.line === "src/rare.cpp:77" && e.point === "ops");
+  // Its 95% interval excludes 0, but 3 measured experiments settle nothing.
+  assert.ok(rare.impact_low > 0 && rare.measured_experiments === 3);
+  assert.equal(rare.label, "undecided");
+  assert.ok(rare.experiments_needed >= 10 - 3);
+});
+
+test("ranking: label group first, then the conservative bound; stability over the same options", () => {
+  const a = analyze(undecided());
+  const groups = ["positive", "negative", "no-effect", "undecided", "insufficient-data", "unmeasured"];
+  const order = a.effects.map((e) => groups.indexOf(e.label));
+  assert.deepEqual(order, [...order].sort((x, y) => x - y));
+  const undecidedLows = a.effects.filter((e) => e.label === "undecided").map((e) => e.impact_low);
+  assert.deepEqual(undecidedLows, [...undecidedLows].sort((x, y) => y - x));
+  // --point keeps the stability of that point only; its halves are filtered alike.
+  assert.deepEqual(
+    analyze(undecided(), { point: "ops" }).stability,
+    a.stability.filter((s) => s.name === "ops"),
+  );
+  for (const s of a.stability) assert.ok(s.top >= 1 && s.top <= 5 && s.agree <= s.top);
 });
 
 test("the flame graph skips empty and malformed frames, keeps callee frames", () => {

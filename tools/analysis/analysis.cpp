@@ -4,6 +4,8 @@
 // in profile order so both sides add the same doubles in the same order.
 #include "analysis.h"
 
+#include "verdicts.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -163,39 +165,6 @@ std::vector<double> slope_coefficients(const std::vector<Measured>& pts) {
   return a;
 }
 
-void set_label(LineEffect& eff, double phi) {
-  if (!eff.measured) {
-    eff.label = Label::Unmeasured;
-    return;
-  }
-  if (std::isnan(phi)) {
-    eff.label = Label::InsufficientData;
-    return;
-  }
-  double half = z95 * eff.impact_se;
-  if (eff.impact_low > 0.0) {
-    eff.label = Label::Positive;
-  } else if (eff.impact_high < 0.0) {
-    eff.label = Label::Negative;
-  } else if (half <= settle_half_width) {
-    eff.label = Label::NoEffect;
-  } else {
-    eff.label = Label::Undecided;
-  }
-  if (eff.label != Label::Undecided) {
-    eff.experiments_needed = 0;
-    return;
-  }
-  // How many more experiments, at this line's current split, until the
-  // interval excludes 0 or is narrower than +-settle_half_width.
-  double magnitude = std::abs(eff.impact);
-  double qe = magnitude > 0.0 ? half / magnitude : std::numeric_limits<double>::infinity();
-  double qh = half / settle_half_width;
-  double f = std::min(qe * qe, qh * qh);
-  double needed = std::ceil(static_cast<double>(eff.experiments) * (f - 1.0));
-  eff.experiments_needed = static_cast<uint64_t>(std::clamp(needed, 1.0, max_experiments_needed));
-}
-
 LineEffect make_effect(const std::string& line, const PointKey& point, const PointData& d,
                        const AnalysisOptions& options) {
   LineEffect eff;
@@ -268,18 +237,107 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
     eff.slope_high = slope.value + z95 * slope.se;
     eff.max_effect = -std::numeric_limits<double>::infinity();
     for (const Measured& p : measured) eff.max_effect = std::max(eff.max_effect, p.delta);
+    for (const SpeedupEstimate& est : eff.curve) {
+      if (est.line_speedup > 0.0) eff.measured_experiments += est.experiments;
+    }
   }
-  set_label(eff, phi);
+  if (!eff.measured) eff.label = Label::Unmeasured;  // decide() labels the rest, over the whole point
   return eff;
 }
 
-bool ranks_before(const LineEffect& a, const LineEffect& b) {
-  if (a.measured != b.measured) return a.measured;
-  if (a.impact != b.impact) return a.impact > b.impact;
-  if (a.max_effect != b.max_effect) return a.max_effect > b.max_effect;
-  if (a.line != b.line) return a.line < b.line;
-  if (a.point != b.point) return a.point < b.point;
-  return std::string_view(to_string(a.kind)) < std::string_view(to_string(b.kind));
+// The causal part of the analysis (sections 2-8) over some experiments:
+// every point's summary and the effects kept by the options, ranked.
+struct CausalEffects {
+  std::vector<PointSummary> points;
+  std::vector<LineEffect> effects;
+};
+
+CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, const AnalysisOptions& options) {
+  std::map<PointKey, PointData> points;
+  for (const Experiment* e : experiments) {
+    int bucket = speedup_bucket(e->speedup);
+    for (const ThroughputMeasurement& t : e->throughput) {
+      points[{t.name, PointKind::Throughput}].observations.push_back(
+          {&e->selected, bucket, t.delta, static_cast<double>(e->duration_ns), e->duration_ns});
+    }
+    for (const LatencyMeasurement& l : e->latency) {
+      PointData& d = points[{l.name, PointKind::Latency}];
+      if (e->duration_ns == 0) continue;  // no arrival rate: says nothing about latency
+      double in_flight = l.mean_in_flight >= 0.0 ? l.mean_in_flight : static_cast<double>(l.difference);
+      d.observations.push_back(
+          {&e->selected, bucket, l.arrivals, static_cast<double>(e->duration_ns) * in_flight, e->duration_ns});
+    }
+  }
+
+  CausalEffects result;
+  for (auto& [key, d] : points) {
+    for (const Observation& o : d.observations) {
+      d.cells[{*o.line, o.bucket}].add(o);
+      if (o.bucket == 0) d.baseline.add(o);
+    }
+    estimate_dispersion(key.second, d);
+
+    PointSummary summary;
+    std::tie(summary.name, summary.kind) = key;
+    summary.experiments = d.observations.size();
+    summary.dispersion = d.dispersion;
+    summary.dispersion_dof = d.dof;
+    summary.baseline_ns = d.baseline.usable_baseline() ? d.baseline.ratio() : nan;
+    summary.baseline_experiments = d.baseline.n;
+    summary.baseline_visits = d.baseline.x;
+
+    // Verdicts are over every line of the point, whatever the filters keep.
+    std::set<std::string> lines;
+    for (const auto& [cell_key, cell] : d.cells) lines.insert(cell_key.first);
+    std::vector<LineEffect> all;
+    for (const std::string& line : lines) all.push_back(make_effect(line, key, d, options));
+    std::vector<LineEffect*> family;
+    for (LineEffect& eff : all) family.push_back(&eff);
+    decide(family, summary);
+    result.points.push_back(summary);
+
+    if (!options.point.empty() && key.first != options.point) continue;
+    for (LineEffect& eff : all) {
+      if (eff.experiments >= options.min_experiments) result.effects.push_back(std::move(eff));
+    }
+  }
+  std::sort(result.points.begin(), result.points.end(), [](const PointSummary& a, const PointSummary& b) {
+    if (a.name != b.name) return a.name < b.name;
+    return std::string_view(to_string(a.kind)) < std::string_view(to_string(b.kind));
+  });
+  std::stable_sort(result.effects.begin(), result.effects.end(), ranks_before);
+  return result;
+}
+
+// The first `k` measured lines of a point in a ranking.
+std::vector<std::string> top_lines(const std::vector<LineEffect>& ranked, const PointSummary& point, size_t k) {
+  std::vector<std::string> top;
+  for (const LineEffect& e : ranked) {
+    if (top.size() == k) break;
+    if (e.measured && e.point == point.name && e.kind == point.kind) top.push_back(e.line);
+  }
+  return top;
+}
+
+// Split-half agreement (section 8): even- and odd-numbered experiments.
+std::vector<Stability> stability(const Profile& profile, const AnalysisOptions& options, const CausalEffects& whole) {
+  std::vector<const Experiment*> halves[2];
+  for (size_t i = 0; i < profile.experiments.size(); ++i) halves[i % 2].push_back(&profile.experiments[i]);
+  CausalEffects a = causal_effects(halves[0], options);
+  CausalEffects b = causal_effects(halves[1], options);
+  std::vector<Stability> result;
+  for (const PointSummary& point : whole.points) {
+    size_t measured = top_lines(whole.effects, point, stability_top).size();
+    if (measured == 0) continue;
+    std::vector<std::string> top_a = top_lines(a.effects, point, measured);
+    std::vector<std::string> top_b = top_lines(b.effects, point, measured);
+    Stability s{point.name, point.kind, measured, 0};
+    for (const std::string& line : top_a) {
+      s.agree += std::find(top_b.begin(), top_b.end(), line) != top_b.end();
+    }
+    result.push_back(s);
+  }
+  return result;
 }
 
 }  // namespace
@@ -298,59 +356,20 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
     result.total_samples += std::min(count, room);
   }
 
-  std::map<PointKey, PointData> points;
-  for (const Experiment& e : profile.experiments) {
-    int bucket = speedup_bucket(e.speedup);
-    for (const ThroughputMeasurement& t : e.throughput) {
-      points[{t.name, PointKind::Throughput}].observations.push_back(
-          {&e.selected, bucket, t.delta, static_cast<double>(e.duration_ns), e.duration_ns});
-    }
-    for (const LatencyMeasurement& l : e.latency) {
-      PointData& d = points[{l.name, PointKind::Latency}];
-      if (e.duration_ns == 0) continue;  // no arrival rate: says nothing about latency
-      double in_flight = l.mean_in_flight >= 0.0 ? l.mean_in_flight : static_cast<double>(l.difference);
-      d.observations.push_back(
-          {&e.selected, bucket, l.arrivals, static_cast<double>(e.duration_ns) * in_flight, e.duration_ns});
-    }
-  }
-
-  for (auto& [key, d] : points) {
-    for (const Observation& o : d.observations) {
-      d.cells[{*o.line, o.bucket}].add(o);
-      if (o.bucket == 0) d.baseline.add(o);
-    }
-    estimate_dispersion(key.second, d);
-
-    PointSummary summary;
-    std::tie(summary.name, summary.kind) = key;
-    summary.experiments = d.observations.size();
-    summary.dispersion = d.dispersion;
-    summary.dispersion_dof = d.dof;
-    summary.baseline_ns = d.baseline.usable_baseline() ? d.baseline.ratio() : nan;
-    summary.baseline_experiments = d.baseline.n;
-    summary.baseline_visits = d.baseline.x;
-    result.points.push_back(summary);
-
-    if (!options.point.empty() && key.first != options.point) continue;
-    std::set<std::string> lines;
-    for (const auto& [cell_key, cell] : d.cells) lines.insert(cell_key.first);
-    for (const std::string& line : lines) {
-      LineEffect eff = make_effect(line, key, d, options);
-      if (eff.experiments < options.min_experiments) continue;
-      if (auto it = profile.samples.find(line); it != profile.samples.end()) eff.samples = it->second;
-      if (auto it = profile.functions.find(line); it != profile.functions.end()) eff.function = it->second;
-      if (auto it = result.profile.callees.find(line); it != result.profile.callees.end()) eff.callee = it->second;
-      if (result.total_samples > 0) {
-        eff.sample_share = static_cast<double>(eff.samples) / static_cast<double>(result.total_samples);
-      }
-      result.effects.push_back(std::move(eff));
+  std::vector<const Experiment*> experiments;
+  for (const Experiment& e : profile.experiments) experiments.push_back(&e);
+  CausalEffects causal = causal_effects(experiments, options);
+  result.stability = stability(profile, options, causal);
+  result.points = std::move(causal.points);
+  result.effects = std::move(causal.effects);
+  for (LineEffect& eff : result.effects) {
+    if (auto it = profile.samples.find(eff.line); it != profile.samples.end()) eff.samples = it->second;
+    if (auto it = profile.functions.find(eff.line); it != profile.functions.end()) eff.function = it->second;
+    if (auto it = result.profile.callees.find(eff.line); it != result.profile.callees.end()) eff.callee = it->second;
+    if (result.total_samples > 0) {
+      eff.sample_share = static_cast<double>(eff.samples) / static_cast<double>(result.total_samples);
     }
   }
-  std::sort(result.points.begin(), result.points.end(), [](const PointSummary& a, const PointSummary& b) {
-    if (a.name != b.name) return a.name < b.name;
-    return std::string_view(to_string(a.kind)) < std::string_view(to_string(b.kind));
-  });
-  std::stable_sort(result.effects.begin(), result.effects.end(), ranks_before);
   return result;
 }
 

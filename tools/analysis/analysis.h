@@ -4,7 +4,9 @@
 // numbers (no interval, no baseline) are NaN here and null in JSON.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,12 +17,16 @@
 
 namespace coz::analysis {
 
+/// An undefined number (no interval, no baseline).
+constexpr double undefined = std::numeric_limits<double>::quiet_NaN();
 /// Two-sided 95% normal quantile.
 constexpr double z95 = 1.959963984540054;
 /// An interval this narrow (±2.5 percentage points) around 0 settles a line as "no effect".
 constexpr double settle_half_width = 0.025;
 /// The runtime picks line speedups in 5% steps; estimates are pooled per step.
 constexpr int speedup_steps_per_unit = 20;
+/// Split-half stability compares this many top lines of each point.
+constexpr size_t stability_top = 5;
 /// experiments_needed is capped here: beyond it the answer is "never", in practice.
 constexpr double max_experiments_needed = 1e9;
 
@@ -76,6 +82,10 @@ struct LineEffect {
   double max_effect = 0.0;    // largest program speedup at s > 0
   uint64_t experiments = 0;   // the line's observations of the point, its 0% ones included
   std::optional<uint64_t> experiments_needed;  // 0 when settled; nullopt when unknowable
+  uint64_t measured_experiments = 0;  // experiments of its curve points at s > 0
+  double p_value = undefined;       // two-sided, of the impact; NaN when not tested (docs/analysis.md section 7)
+  double adjusted_low = undefined;  // the discoveries' interval widened for the false discovery rate; NaN otherwise
+  double adjusted_high = undefined;
   uint64_t samples = 0;       // samples attributed to the line (conventional profile)
   double sample_share = 0.0;  // samples / all samples, 0..1
   std::string function;       // from `samples function=`; empty when unknown
@@ -95,6 +105,17 @@ struct PointSummary {
   double baseline_ns = 0.0;       // pooled R(0); NaN when unusable
   uint64_t baseline_experiments = 0;
   uint64_t baseline_visits = 0;   // X(0)
+  uint64_t tested = 0;            // effects with an interval: the false discovery family
+  uint64_t discoveries = 0;       // effects labelled positive or negative
+  double adjusted_z = undefined;  // the discoveries' z; NaN without discoveries
+};
+
+/// Split-half agreement of a point's top lines (docs/analysis.md section 8).
+struct Stability {
+  std::string name;
+  PointKind kind = PointKind::Throughput;
+  uint64_t top = 0;    // K: lines compared
+  uint64_t agree = 0;  // of them, in both halves' top K
 };
 
 // The conventional profile of the same runs.
@@ -156,6 +177,7 @@ struct Analysis {
   uint64_t total_samples = 0;
   uint64_t runtime_ns = 0;
   std::vector<PointSummary> points;  // every progress point seen, by name then kind
+  std::vector<Stability> stability;  // points order; points with measured effects only
   ConventionalProfile profile;
   std::optional<SamplingTotals> sampling;  // from `sampling` records; none in older files
   std::vector<WarningPlace> warnings;

@@ -1,5 +1,7 @@
 #include "analysis_json.h"
 
+#include "verdicts.h"
+
 #include <cmath>
 #include <iterator>
 #include <string_view>
@@ -135,6 +137,7 @@ void settings(Json& j, const AnalysisOptions& o) {
   j.field("speedup_step", 1.0 / speedup_steps_per_unit);
   j.field("baseline", o.baseline == Baseline::Line ? "line" : "pooled");
   j.field("point", o.point).field("min_experiments", o.min_experiments);
+  j.field("false_discovery_rate", false_discovery_rate).field("min_settle_experiments", min_settle_experiments);
   j.close('}');
 }
 
@@ -178,6 +181,9 @@ void effect(Json& j, const LineEffect& e) {
     j.null();
   }
   j.newline(5);
+  j.field("measured_experiments", e.measured_experiments).field("p_value", e.p_value);
+  j.field("adjusted_low", e.adjusted_low).field("adjusted_high", e.adjusted_high);
+  j.newline(5);
   j.field("samples", e.samples).field("sample_share", e.sample_share).field("function", e.function);
   j.newline(5);
   callee(j, e.callee);
@@ -195,6 +201,7 @@ void point_summary(Json& j, const PointSummary& p) {
   j.key("dispersion_dof").signed_integer(p.dispersion_dof);
   j.field("baseline_ns", p.baseline_ns).field("baseline_experiments", p.baseline_experiments);
   j.field("baseline_visits", p.baseline_visits);
+  j.field("tested", p.tested).field("discoveries", p.discoveries).field("adjusted_z", p.adjusted_z);
   j.close('}');
 }
 
@@ -270,7 +277,14 @@ std::string to_json(const Analysis& a) {
   j.newline(2).key("sampling");
   if (a.sampling) {
     j.open('{').field("processes", a.sampling->processes).field("samples", a.sampling->samples);
-    j.field("in_scope", a.sampling->in_scope).field("lost", a.sampling->lost).close('}');
+    j.field("in_scope", a.sampling->in_scope).field("lost", a.sampling->lost);
+    if (a.sampling->timed > 0) {
+      j.field("attributed_ns", a.sampling->attributed_ns).field("cpu_time_ns", a.sampling->cpu_time_ns);
+    } else {
+      j.key("attributed_ns").null();
+      j.key("cpu_time_ns").null();
+    }
+    j.close('}');
   } else {
     j.null();
   }
@@ -278,6 +292,10 @@ std::string to_json(const Analysis& a) {
   j.newline(2).array("effects", a.effects, 4, [&](const LineEffect& e) { effect(j, e); });
   j.newline(2);
   conventional(j, a.profile);
+  j.newline(2).array("stability", a.stability, 4, [&](const Stability& s) {
+    j.open('{').field("name", s.name).field("kind", to_string(s.kind));
+    j.field("top", s.top).field("agree", s.agree).close('}');
+  });
   j.newline(2).array("warnings", a.warnings, 4, [&](const WarningPlace& w) {
     j.open('{').field("file", w.file).field("line", w.line).field("message", w.message).close('}');
   });

@@ -98,6 +98,12 @@ class Fields {
     if (!n) return fail(fmt::format("bad {}='{}'", key, clip(*v))), 0;
     return *n;
   }
+  /// An optional count whose absence or bad value is not an error (the caller ignores it).
+  std::optional<uint64_t> lenient_count(const char* key) const {
+    const std::string* v = r_.find(key);
+    if (v == nullptr || v->empty() || v->front() == '-') return std::nullopt;
+    return to_count(*v);
+  }
   std::optional<double> optional_real(const char* key) {
     const std::string* v = r_.find(key);
     if (v == nullptr) return std::nullopt;
@@ -244,6 +250,15 @@ struct Reader {
         s.samples = saturating_add(s.samples, samples);
         s.in_scope = saturating_add(s.in_scope, in_scope);
         s.lost = saturating_add(s.lost, lost);
+        auto period = f.lenient_count("period");
+        auto cpu_time = f.lenient_count("cpu-time");
+        if (period && cpu_time) {
+          ++s.timed;
+          uint64_t most = std::numeric_limits<uint64_t>::max();
+          uint64_t attributed = in_scope != 0 && *period > most / in_scope ? most : in_scope * *period;
+          s.attributed_ns = saturating_add(s.attributed_ns, attributed);
+          s.cpu_time_ns = saturating_add(s.cpu_time_ns, *cpu_time);
+        }
       }
     }
     // Any other type (startup, process, later additions) carries nothing the
@@ -342,6 +357,9 @@ void merge_profile(Profile& into, Profile&& from) {
   into.sampling.samples = saturating_add(into.sampling.samples, from.sampling.samples);
   into.sampling.in_scope = saturating_add(into.sampling.in_scope, from.sampling.in_scope);
   into.sampling.lost = saturating_add(into.sampling.lost, from.sampling.lost);
+  into.sampling.timed = saturating_add(into.sampling.timed, from.sampling.timed);
+  into.sampling.attributed_ns = saturating_add(into.sampling.attributed_ns, from.sampling.attributed_ns);
+  into.sampling.cpu_time_ns = saturating_add(into.sampling.cpu_time_ns, from.sampling.cpu_time_ns);
   for (size_t i = 0; i < from.warnings.size(); ++i) {
     if (into.warnings.size() < Profile::max_warnings) {
       into.warnings.push_back(std::move(from.warnings[i]));

@@ -52,6 +52,12 @@ struct SamplingTotals {
   uint64_t samples = 0;    // samples taken
   uint64_t in_scope = 0;   // attributed to an in-scope line
   uint64_t lost = 0;       // dropped by the kernel
+  // From the records that say their sampling period and the process's CPU
+  // time (docs/analysis.md section 1): how much of that time became samples
+  // attributed to a line.
+  uint64_t timed = 0;          // records with both `period=` and `cpu-time=`
+  uint64_t attributed_ns = 0;  // sum of in-scope * period
+  uint64_t cpu_time_ns = 0;    // sum of cpu-time
 };
 
 struct Profile {

@@ -10,6 +10,8 @@
 // its own table (at the end).
 #include "text_report.h"
 
+#include "verdicts.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -36,6 +38,7 @@ constexpr size_t min_line_width = 24;
 constexpr double nearest_speedup_tolerance = 0.05 + 1e-9;  // one runtime speedup step
 constexpr double mostly_in_callee = 0.5;  // a callee with this share of a line's stack samples is shown
 constexpr size_t max_library_width = 30;  // a callee's library: a base name, rarely long
+constexpr double low_coverage = 0.5;      // below this share of CPU time attributed, the report warns
 
 namespace ansi {
 constexpr const char* bold = "\x1b[1m";
@@ -43,6 +46,7 @@ constexpr const char* dim = "\x1b[2m";
 constexpr const char* green = "\x1b[32m";
 constexpr const char* red = "\x1b[31m";
 constexpr const char* cyan = "\x1b[36m";
+constexpr const char* yellow = "\x1b[33m";
 constexpr const char* reset = "\x1b[0m";
 }  // namespace ansi
 
@@ -200,12 +204,23 @@ const SpeedupEstimate* nearest(const LineEffect& e, double speedup) {
   return best;
 }
 
-// "+12.3% ±4.1": the estimate and the half-width of its 95% interval.
-std::string with_interval(double estimate, double se) {
+// "+12.3% ±4.1": an estimate and the half-width of an interval around it.
+std::string with_half_width(double estimate, double half) {
   std::string text = percent(estimate, true);
-  if (!std::isfinite(se)) return text + "  ±?";
-  double half = z95 * se * 100.0;
+  if (!std::isfinite(half)) return text + "  ±?";
+  half *= 100.0;
   return text + (half >= 99.95 ? " ±>99" : fmt::format(" ±{:.1f}", half));
+}
+
+// The same with the half-width of the 95% interval.
+std::string with_interval(double estimate, double se) { return with_half_width(estimate, z95 * se); }
+
+// A positive or negative line shows the interval it is ranked by: widened
+// for the false discovery rate (docs/analysis.md section 7).
+std::string impact_text(const LineEffect& e) {
+  if (!e.measured) return "-";
+  if (std::isfinite(e.adjusted_high)) return with_half_width(e.impact, e.adjusted_high - e.impact);
+  return with_interval(e.impact, e.impact_se);
 }
 
 // 1234 -> "1.2k", at most 4 columns: the order of magnitude is what matters
@@ -220,6 +235,9 @@ std::string compact_count(uint64_t n) {
   if (n < 999'500'000) return scaled(n, 1e6, "M");
   return ">1G";
 }
+
+// 12.43e9 ns -> "12.4 s CPU".
+std::string cpu_seconds(uint64_t ns) { return fmt::format("{:.1f} s CPU", static_cast<double>(ns) / 1e9); }
 
 // 8337 -> "8,337".
 std::string grouped(uint64_t n) {
@@ -321,13 +339,50 @@ class Writer {
                     ansi::dim)
            << '\n';
     }
+    verdict_summary(point, kind);
     out_ << '\n';
+  }
+
+  // "settled: 2 speed up, ... of 212 lines tested" and the split-half agreement.
+  void verdict_summary(const std::string& point, PointKind kind) {
+    auto summary = std::find_if(a_.points.begin(), a_.points.end(),
+                                [&](const PointSummary& p) { return p.name == point && p.kind == kind; });
+    if (summary == a_.points.end() || summary->tested == 0) return;
+    size_t counts[4] = {};  // positive, negative, no effect, undecided: of the lines listed
+    for (const LineEffect& e : a_.effects) {
+      if (e.point != point || e.kind != kind) continue;
+      switch (e.label) {
+        case Label::Positive: ++counts[0]; break;
+        case Label::Negative: ++counts[1]; break;
+        case Label::NoEffect: ++counts[2]; break;
+        case Label::Undecided: ++counts[3]; break;
+        default: break;
+      }
+    }
+    out_ << paint(wrap(fmt::format("settled: {} speed{} up, {} slow{} down, {} no effect, {} undecided, of {} "
+                                   "tested (false discovery rate {:.0f}%)",
+                                   counts[0], counts[0] == 1 ? "s" : "", counts[1], counts[1] == 1 ? "s" : "",
+                                   counts[2], counts[3], plural(summary->tested, "line"),
+                                   false_discovery_rate * 100.0),
+                       width_),
+                  ansi::dim)
+         << '\n';
+    for (const Stability& s : a_.stability) {
+      if (s.name != point || s.kind != kind) continue;
+      std::string text = fmt::format("top {} agree between the two halves of the run: {} of {}", s.top, s.agree,
+                                     s.top);
+      if (s.agree < s.top) {
+        out_ << paint(wrap(text + ": run longer for a firmer ranking", width_), ansi::yellow) << '\n';
+      } else {
+        out_ << paint(wrap(text, width_), ansi::dim) << '\n';
+      }
+    }
   }
 
   void row(size_t rank, const LineEffect& e) {
     std::string line = pad_left(fmt::format("{}", rank), rank_width) + "  " +
                        pad_right(shorten_left(printable(e.line), line_width_), line_width_);
-    std::string impact = pad_left(e.measured ? with_interval(e.impact, e.impact_se) : "-", impact_width) + " ";
+    std::string impact = pad_left(impact_text(e), impact_width) + " ";
     std::string effects;
     for (double s : effect_columns_) {
       const SpeedupEstimate* p = nearest(e, s);
@@ -365,9 +420,12 @@ class Writer {
   void footer() {
     if (!a_.effects.empty()) {
       out_ << paint(wrap("impact: mean program speedup over the measured line speedups, ± the half-width of its "
-                         "95% interval; @N%: program speedup with the line N% faster; samples: share of the "
-                         "conventional profile. \"no effect\" and \"? +N exps\": no measurable effect (the "
-                         "interval includes 0); \"no effect\" is settled (within ±2.5%), \"? +N exps\" would "
+                         "95% interval, widened for the lines that speed up or slow the program so that at most "
+                         "5% of such verdicts are expected to be wrong however many lines were tested (lines "
+                         "are ranked by its conservative end); @N%: program speedup with the line N% faster; "
+                         "samples: share of the conventional profile. \"no effect\" and \"? +N exps\": no "
+                         "measurable effect; \"no effect\" is settled within ±2.5%, \"? +N exps\" is "
+                         "undecided (fewer than 10 measured experiments, or an interval too wide) and would "
                          "take about N more experiments to settle.",
                          width_),
                     ansi::dim)
@@ -395,6 +453,7 @@ class Writer {
                                                    false),
                                            grouped(s.samples), lost)
                              : fmt::format("in-scope samples: none taken{}\n", lost));
+      coverage(s);
     }
     if (a_.experiments == 0) {
       hint("no experiments: add a progress point (COZ_PROGRESS) or use --end-to-end, run longer, build with -g");
@@ -409,6 +468,22 @@ class Writer {
                            [](const LineEffect& e) { return e.label == Label::InsufficientData; })) {
       hint("too few exps: no line/speedup pool of that progress point has two experiments yet, so its noise "
            "is unknown; run longer");
+    }
+  }
+
+  // How much of the program's CPU time became samples attributed to a line.
+  void coverage(const SamplingTotals& s) {
+    if (s.timed == 0 || s.cpu_time_ns == 0) return;
+    double share = static_cast<double>(s.attributed_ns) / static_cast<double>(s.cpu_time_ns);
+    out_ << fmt::format("CPU time attributed to lines: {} of {}\n", percent(share, false),
+                        cpu_seconds(s.cpu_time_ns));
+    if (share < low_coverage) {
+      out_ << paint(wrap("warning: most of the program's CPU time is not attributed to any line (time in the "
+                         "kernel that could not be sampled, code out of the profiled scope, or threads not "
+                         "sampled: see coz run -v); the verdicts speak only for the attributed part",
+                         width_),
+                    ansi::yellow)
+           << '\n';
     }
   }
 

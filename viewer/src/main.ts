@@ -2,7 +2,18 @@
 // drag-and-drop), analyses them in the browser with the same formulas as
 // `coz report`, and renders the causal ranking beside the conventional profile.
 // Everything runs offline: no request ever leaves the page.
-import { analyze, Analysis, BaselineMode, LineEffect } from "./analysis/analysis";
+import {
+  analyze,
+  Analysis,
+  BaselineMode,
+  falseDiscoveryRate,
+  LineEffect,
+  minSettleExperiments,
+  PointSummary,
+  samplingCoverage,
+  settleHalfWidth,
+  z95,
+} from "./analysis/analysis";
 import { Callee, flameTree, parseStackFrame, splitLocation } from "./analysis/conventional";
 import { emptyProfile, formatWarning, mergeProfile, Profile, readProfile } from "./analysis/profile";
 import { clear, h } from "./ui/dom";
@@ -22,6 +33,8 @@ const pageSize = 25; // effects per page of the ranking
 const tableRows = 100; // rows per conventional table before "show all"
 const hotShare = 0.05; // a line with this share of samples is "hot"
 const mostlyInCallee = 0.5; // a callee with this share of a line's stack samples is shown (as in `coz report`)
+const lowCoverage = 0.5; // below this share of CPU time attributed to lines, the verdicts speak for a minority (as in `coz report`)
+const fdr = `${falseDiscoveryRate * 100}%`; // the false discovery rate, as text
 
 const state = {
   files: [] as LoadedFile[],
@@ -209,7 +222,11 @@ function renderHeader() {
     stat("experiments", count(a.experiments)),
     stat(a.points.length === 1 ? "progress point" : "progress points", count(a.points.length), a.points.map((p) => `${p.name} (${p.kind})`).join("\n")),
     stat("lines measured", count(measured)),
-    stat("would speed up the program", count(positive), "lines whose impact interval is above 0"),
+    stat(
+      "would speed up the program",
+      count(positive),
+      `lines whose speedup speeds up the program, at a ${fdr} false discovery rate over all the lines tested for their progress point`,
+    ),
     stat("samples", count(a.total_samples)),
     a.sampling && a.sampling.samples > 0
       ? stat(
@@ -219,8 +236,13 @@ function renderHeader() {
             (a.sampling.lost > 0 ? `; ${count(a.sampling.lost)} more were lost by the kernel` : ""),
         )
       : "",
+    coverageStat(a),
     stat("run time", duration(a.runtime_ns)),
   );
+  for (const p of a.points) {
+    const card = pointVerdicts(a, p);
+    if (card) sum.append(card);
+  }
   const warnings = $("warnings");
   clear(warnings);
   const p = state.profile;
@@ -235,6 +257,65 @@ function renderHeader() {
       ),
     );
   }
+}
+
+/** "CPU time attributed": how much of the program's CPU time the verdicts speak for; "" when the profile does not say. */
+function coverageStat(a: Analysis): HTMLElement | "" {
+  const coverage = samplingCoverage(a.sampling);
+  if (coverage === null) return "";
+  const low = coverage < lowCoverage;
+  const title =
+    `${duration(a.sampling!.attributed_ns)} of the program's ${duration(a.sampling!.cpu_time_ns)} of CPU time became samples attributed to a line in scope.` +
+    (low ? "\nThe rest: kernel time (not sampled), time in code out of scope, threads not sampled. The verdicts only speak for the attributed part." : "");
+  return h(
+    "div",
+    { class: low ? "stat warn" : "stat", id: "coverage", title },
+    h("div", { class: "value" }, share(coverage)),
+    h("div", { class: "label" }, "CPU time attributed"),
+    low ? h("div", { class: "note" }, "most of the program's CPU time is not attributed to any line") : null,
+  );
+}
+
+/** A point's verdicts (how many lines settled, of how many tested) and how stable its top lines are between the halves of the run. */
+function pointVerdicts(a: Analysis, p: PointSummary): HTMLElement | null {
+  const mine = a.effects.filter((e) => e.point === p.name && e.kind === p.kind);
+  if (!mine.some((e) => e.measured)) return null;
+  const n = (label: string) => mine.filter((e) => e.label === label).length;
+  const settled =
+    p.tested > 0
+      ? h(
+          "div",
+          {
+            class: "settled",
+            title:
+              `Verdicts over the ${count(p.tested)} lines tested for this point, at a ${fdr} false discovery rate: at most ${fdr} of the lines said to speed up or slow down ` +
+              `the program are expected to be wrong. A line needs ${minSettleExperiments} experiments at a non-zero speedup before any verdict; ` +
+              `"no effect" means any effect is within ±${settleHalfWidth * 100}%.`,
+          },
+          `settled: ${count(n("positive"))} speed up, ${count(n("negative"))} slow down, ${count(n("no-effect"))} no effect, ${count(n("undecided"))} undecided of ${count(p.tested)} tested`,
+        )
+      : h("div", { class: "settled" }, "no line tested yet: too few experiments to estimate the noise");
+  const st = a.stability.find((s) => s.name === p.name && s.kind === p.kind);
+  const stable = st
+    ? h(
+        "div",
+        {
+          class: st.agree < st.top ? "stability warn" : "stability",
+          title:
+            `The even- and odd-numbered experiments, each analysed alone: ${count(st.agree)} of the ${count(st.top)} top lines of one half are in the other's top ${count(st.top)}. ` +
+            (st.agree < st.top ? "The ranking may come out differently in a second run: run longer for a firmer ranking." : "The ranking would likely come out the same in a second run."),
+        },
+        `top ${st.top} agree between halves: ${st.agree} of ${st.top}`,
+        st.agree < st.top ? h("b", {}, " · run longer") : null,
+      )
+    : null;
+  return h(
+    "div",
+    { class: "stat point-stat", "data-point": p.name },
+    h("div", { class: "label", title: `progress point ${p.name} (${p.kind})` }, `${p.kind === "latency" ? "latency · " : ""}${shortLocation(p.name).short}`),
+    settled,
+    stable,
+  );
 }
 
 const pointKey = (e: { kind: string; point?: string; name?: string }) => `${e.kind}:${e.point ?? e.name}`;
@@ -302,7 +383,8 @@ function renderRanking() {
   $("effect-count").textContent =
     effects.length === a.effects.length ? `${count(a.effects.length)} line/point pairs` : `${count(effects.length)} of ${count(a.effects.length)} line/point pairs`;
   const ranks = new Map(a.effects.map((e, i) => [e, i + 1]));
-  effects.slice(0, state.shown).forEach((e) => list.append(card(e, ranks.get(e)!)));
+  const points = new Map(a.points.map((p) => [pointKey(p), p]));
+  effects.slice(0, state.shown).forEach((e) => list.append(card(e, ranks.get(e)!, points.get(pointKey(e)))));
   const more = $("more") as HTMLButtonElement;
   const rest = effects.length - state.shown;
   more.hidden = rest <= 0;
@@ -331,17 +413,43 @@ const calleeTitle = (c: Callee | null) => (c ? `\n${(c.share * 100).toFixed(0)}%
 
 const effectsByCard = new WeakMap<Element, LineEffect>();
 
-const labelText: Record<string, string> = {
-  positive: "speeds up the program",
-  negative: "slows the program down",
-  "no-effect": "no measurable effect",
-  undecided: "no measurable effect yet",
-  "insufficient-data": "too few experiments",
-  unmeasured: "not measured",
-};
+// Undecided because it has too few experiments at a non-zero speedup for any verdict.
+const thin = (e: LineEffect) => e.label === "undecided" && e.measured_experiments < minSettleExperiments;
 
-function tags(e: LineEffect): HTMLElement[] {
-  const out = [h("span", { class: `tag label-${e.label}` }, labelText[e.label] ?? e.label)];
+/** The verdict in words, and why, for the tag and its tooltip. */
+function verdict(e: LineEffect, p: PointSummary | undefined): { text: string; why: string } {
+  const tested = p ? ` over the ${count(p.tested)} lines tested for this point` : "";
+  switch (e.label) {
+    case "positive":
+      return { text: "speeding it up speeds up the program", why: `Its adjusted interval is above 0 at a ${fdr} false discovery rate${tested}.` };
+    case "negative":
+      return { text: "speeding it up slows the program down", why: `Its adjusted interval is below 0 at a ${fdr} false discovery rate${tested}.` };
+    case "no-effect":
+      return { text: "no measurable effect", why: `Any effect is within ±${settleHalfWidth * 100}% (95% interval).` };
+    case "undecided":
+      if (thin(e)) {
+        return {
+          text: `too few experiments to decide: ${e.measured_experiments} of ${minSettleExperiments}`,
+          why: `A line needs ${minSettleExperiments} experiments at a non-zero speedup before any verdict: with fewer, one experiment in an unusual phase of the program decides the estimate.`,
+        };
+      }
+      return {
+        text: "no measurable effect yet",
+        why:
+          e.impact_low !== null && e.impact_high !== null && (e.impact_low > 0 || e.impact_high < 0)
+            ? `Its 95% interval excludes 0, but not once the ${fdr} false discovery rate${tested} is accounted for.`
+            : `Its 95% interval includes 0 and is wider than ±${settleHalfWidth * 100}%.`,
+      };
+    case "insufficient-data":
+      return { text: "too few experiments", why: "Too few experiments for this progress point to estimate its noise: no interval yet." };
+    default:
+      return { text: "not measured", why: "No experiment at a non-zero speedup of this line reached the progress point (or there is no 0% baseline)." };
+  }
+}
+
+function tags(e: LineEffect, p: PointSummary | undefined): HTMLElement[] {
+  const { text, why } = verdict(e, p);
+  const out = [h("span", { class: `tag label-${e.label}${thin(e) ? " thin" : ""}`, title: why }, text)];
   if (e.sample_share >= hotShare && (e.label === "no-effect" || e.label === "negative")) {
     out.push(h("span", { class: "tag hot-useless", title: "many samples, but making it faster does not help" }, "hot but useless"));
   }
@@ -351,9 +459,19 @@ function tags(e: LineEffect): HTMLElement[] {
   return out;
 }
 
-function card(e: LineEffect, rank: number): HTMLElement {
+/** The impact's intervals: a discovery's adjusted one first (the ranking uses it), then the 95% one. */
+function intervals(e: LineEffect, p: PointSummary | undefined): HTMLElement[] {
+  const plain = h("div", { class: "ci" }, `95%: ${e.impact_low !== null ? `${pct(e.impact_low)} … ${pct(e.impact_high)}` : "no interval"}`);
+  if (e.adjusted_low === null || e.adjusted_high === null || !p) return [plain];
+  const title =
+    `Widened for a ${fdr} false discovery rate over the ${count(p.tested)} lines tested for this point (z = ${p.adjusted_z?.toFixed(2)} instead of ${z95.toFixed(2)}): ` +
+    `with that many lines, some 95% intervals exclude 0 by chance alone; of the lines whose adjusted interval excludes 0, at most ${fdr} are expected to be wrong. ` +
+    `Lines are ranked by its ${e.label === "positive" ? "lower" : "upper"} bound.`;
+  return [h("div", { class: "ci adjusted", title }, `FDR-adjusted: ${pct(e.adjusted_low)} … ${pct(e.adjusted_high)}`), plain];
+}
+
+function card(e: LineEffect, rank: number, p: PointSummary | undefined): HTMLElement {
   const { short, dir } = shortLocation(e.line);
-  const interval = e.impact_low !== null ? `${pct(e.impact_low)} … ${pct(e.impact_high)}` : "no interval";
   const needed =
     e.label === "undecided" && e.experiments_needed !== null ? h("div", { class: "metric" }, h("span", {}, "to decide"), h("b", {}, `~${count(e.experiments_needed)} more exps`)) : null;
   const plot = h("div", { class: "plot" });
@@ -361,7 +479,7 @@ function card(e: LineEffect, rank: number): HTMLElement {
   plotObserver!.observe(plot);
   const el = h(
     "article",
-    { class: `effect ${e.label}`, id: `effect-${rank}`, "data-line": e.line, "data-point": e.point },
+    { class: `effect ${e.label}${thin(e) ? " thin" : ""}`, id: `effect-${rank}`, "data-line": e.line, "data-point": e.point },
     h(
       "header",
       {},
@@ -377,12 +495,18 @@ function card(e: LineEffect, rank: number): HTMLElement {
       h(
         "div",
         { class: "metrics" },
-        h("div", { class: "impact" }, h("span", { class: "big" }, pct(e.impact)), h("span", { class: "muted" }, "impact"), h("div", { class: "ci" }, `95%: ${interval}`)),
-        h("div", { class: "tags" }, ...tags(e)),
+        h("div", { class: "impact" }, h("span", { class: "big" }, pct(e.impact)), h("span", { class: "muted" }, "impact"), ...intervals(e, p)),
+        h("div", { class: "tags" }, ...tags(e, p)),
         h("div", { class: "metric" }, h("span", {}, "slope"), h("b", { title: "program speedup per line speedup (least squares through 0)" }, e.slope === null ? "–" : `${pct(e.slope / 10)} per 10%`)),
         h("div", { class: "metric" }, h("span", {}, "best measured"), h("b", {}, e.measured ? pct(e.max_effect) : "–")),
         h("div", { class: "metric" }, h("span", {}, "samples"), h("b", {}, share(e.sample_share)), h("span", { class: "bar" }, h("span", { style: `width:${Math.min(100, e.sample_share * 100)}%` }))),
-        h("div", { class: "metric" }, h("span", {}, "experiments"), h("b", {}, count(e.experiments))),
+        h(
+          "div",
+          { class: "metric" },
+          h("span", {}, "experiments"),
+          h("b", { title: `${count(e.measured_experiments)} at a non-zero speedup, ${count(e.experiments - e.measured_experiments)} at 0% (or without visits)` }, count(e.experiments)),
+          e.measured ? h("span", { class: "muted" }, `(${count(e.measured_experiments)} at >0%)`) : null,
+        ),
         h("div", { class: "metric" }, h("span", {}, "baseline"), h("b", {}, e.baseline === "none" ? "none" : `${duration(e.baseline_ns)}${e.kind === "latency" ? " latency" : " / visit"}${e.baseline === "line" ? " (own)" : ""}`)),
         needed,
       ),

@@ -2,19 +2,21 @@
 // tools/analysis/ implements the same document; test/vectors/ checks both).
 // Section numbers (§) refer to docs/analysis.md. The result has the shape of
 // `coz report --json` (§11), snake_case keys and all; undefined numbers are null.
-import { Profile, SamplingTotals } from "./profile";
+import { Experiment, Profile, SamplingTotals } from "./profile";
 import { Callee, conventionalProfile, ConventionalProfile } from "./conventional";
-import { compareStrings } from "./order";
+import { falseDiscoveryRate, minSettleExperiments, settleHalfWidth, speedupStepsPerUnit, z95 } from "./constants";
+import { compareStrings, kindRank } from "./order";
+import { splitHalfStability, Stability } from "./stability";
+import { decide, ranksBefore } from "./verdicts";
 
 export type PointKind = "throughput" | "latency";
 export type BaselineMode = "pooled" | "line";
 export type BaselineSource = "pooled" | "line" | "none";
 export type Label = "unmeasured" | "insufficient-data" | "positive" | "negative" | "no-effect" | "undecided";
 
-export const z95 = 1.959963984540054; // two-sided 95%
-export const settleHalfWidth = 0.025; // ±2.5 percentage points settles "no effect"
-export const speedupStepsPerUnit = 20; // the runtime's 5% grid
-export const maxExperimentsNeeded = 1e9; // beyond this, "never" in practice
+export * from "./constants";
+export { erfcApprox, ranksBefore, upperQuantileApprox } from "./verdicts";
+export type { Stability } from "./stability";
 
 export interface CurvePoint {
   line_speedup: number;
@@ -46,6 +48,10 @@ export interface LineEffect {
   max_effect: number;
   experiments: number;
   experiments_needed: number | null;
+  measured_experiments: number; // experiments of its curve points at s > 0
+  p_value: number | null; // two-sided, of the impact; null when not tested (§7)
+  adjusted_low: number | null; // a discovery's interval, widened for the false discovery rate; null otherwise
+  adjusted_high: number | null;
   samples: number;
   sample_share: number;
   function: string;
@@ -65,6 +71,19 @@ export interface PointSummary {
   baseline_ns: number | null;
   baseline_experiments: number;
   baseline_visits: number;
+  tested: number; // effects with an interval: the false discovery family
+  discoveries: number; // effects labelled positive or negative
+  adjusted_z: number | null; // the discoveries' z; null without discoveries
+}
+
+/** The `sampling` totals as the JSON has them; the two times are null when no record had them. */
+export interface SamplingSummary {
+  processes: number;
+  samples: number;
+  in_scope: number;
+  lost: number;
+  attributed_ns: number | null; // Σ in-scope × period
+  cpu_time_ns: number | null; // Σ the processes' CPU time
 }
 
 export interface Warning {
@@ -84,14 +103,17 @@ export interface Analysis {
     baseline: BaselineMode;
     point: string;
     min_experiments: number;
+    false_discovery_rate: number;
+    min_settle_experiments: number;
   };
   experiments: number;
   runtime_ns: number;
   total_samples: number;
-  sampling: SamplingTotals | null; // from `sampling` records; null in older files
+  sampling: SamplingSummary | null; // from `sampling` records; null in older files
   points: PointSummary[];
   effects: LineEffect[];
   profile: ConventionalProfile;
+  stability: Stability[]; // §8 split halves; points order; points with measured effects only
   warnings: Warning[];
 }
 
@@ -101,11 +123,27 @@ export interface AnalysisOptions {
   minExperiments?: number;
 }
 
+/** Coverage (§1): the share of the program's CPU time that became samples attributed to a line; null when unknown. */
+export function samplingCoverage(s: SamplingSummary | null): number | null {
+  if (!s || s.attributed_ns === null || s.cpu_time_ns === null || !(s.cpu_time_ns > 0)) return null;
+  return s.attributed_ns / s.cpu_time_ns;
+}
+
+function samplingSummary(t: SamplingTotals): SamplingSummary | null {
+  if (t.processes === 0) return null;
+  const timed = t.timed > 0;
+  return {
+    processes: t.processes,
+    samples: t.samples,
+    in_scope: t.in_scope,
+    lost: t.lost,
+    attributed_ns: timed ? t.attributed_ns : null,
+    cpu_time_ns: timed ? t.cpu_time_ns : null,
+  };
+}
 
 // std::lround: half away from zero.
 const lround = (x: number) => Math.sign(x) * Math.round(Math.abs(x));
-// Kinds order by their names ("latency" < "throughput"), as the C++ compares them.
-const kindRank = (k: PointKind) => (k === "latency" ? 0 : 1);
 
 interface Obs {
   x: number;
@@ -173,25 +211,6 @@ function linear(a: number[], m: CurvePoint[], r: number[], phi: number | null, X
   return { value: L, se, low: L - z95 * se, high: L + z95 * se };
 }
 
-function labelOf(e: LineEffect, phi: number | null): Label {
-  if (!e.measured) return "unmeasured";
-  if (phi === null || e.impact_low === null || e.impact_high === null || e.impact_se === null) return "insufficient-data";
-  if (e.impact_low > 0) return "positive";
-  if (e.impact_high < 0) return "negative";
-  return z95 * e.impact_se <= settleHalfWidth ? "no-effect" : "undecided";
-}
-
-/** §7: more experiments on this line until the interval settles. */
-function experimentsNeeded(e: LineEffect): number | null {
-  if (e.label === "unmeasured" || e.label === "insufficient-data") return null;
-  if (e.label !== "undecided") return 0;
-  const w = z95 * e.impact_se!;
-  const qe = Math.abs(e.impact) > 0 ? w / Math.abs(e.impact) : Infinity;
-  const qh = w / settleHalfWidth;
-  const f = Math.min(qe * qe, qh * qh);
-  return Math.min(maxExperimentsNeeded, Math.max(1, Math.ceil(e.experiments * (f - 1))));
-}
-
 function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: number | null, mode: BaselineMode): LineEffect {
   const buckets = [...cells.keys()].sort((x, y) => x - y);
   const e: LineEffect = {
@@ -210,6 +229,10 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
     max_effect: 0,
     experiments: buckets.reduce((n, b) => n + cells.get(b)!.n, 0),
     experiments_needed: null,
+    measured_experiments: 0,
+    p_value: null,
+    adjusted_low: null,
+    adjusted_high: null,
     samples: 0,
     sample_share: 0,
     function: "",
@@ -233,10 +256,7 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
     X0 = p.base.X;
     e.baseline = "pooled";
   }
-  if (R0 === null) {
-    e.label = "unmeasured";
-    return e;
-  }
+  if (R0 === null) return e; // unmeasured
   e.baseline_ns = R0;
 
   // §5: the curve.
@@ -268,6 +288,7 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
       }
       measured.push(point);
       ratios.push(r);
+      e.measured_experiments += c.n;
     }
     e.curve.push(point);
   }
@@ -298,24 +319,11 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
     e.slope_low = slope.low;
     e.slope_high = slope.high;
   }
-  e.label = labelOf(e, phi);
-  e.experiments_needed = experimentsNeeded(e);
-  return e;
+  return e; // labelled by decide(), over the whole point
 }
 
-/** §8 ranking. */
-export function ranksBefore(a: LineEffect, b: LineEffect): number {
-  if (a.measured !== b.measured) return a.measured ? -1 : 1;
-  if (a.impact !== b.impact) return a.impact > b.impact ? -1 : 1;
-  if (a.max_effect !== b.max_effect) return a.max_effect > b.max_effect ? -1 : 1;
-  return compareStrings(a.line, b.line) || compareStrings(a.point, b.point) || kindRank(a.kind) - kindRank(b.kind);
-}
-
-export function analyze(profile: Profile, options: AnalysisOptions = {}): Analysis {
-  const mode = options.baseline ?? "pooled";
-  const only = options.point ?? "";
-  const minExperiments = options.minExperiments ?? 1;
-
+/** §2-§8 over some experiments: every point's summary, and the effects the options keep, ranked. */
+function causalEffects(experiments: Experiment[], mode: BaselineMode, only: string, minExperiments: number) {
   // §2: observations and cells, per point key, in profile order.
   const points = new Map<string, PointData>();
   const observe = (name: string, kind: PointKind, line: string, bucket: number, x: number, y: number, d: number) => {
@@ -342,7 +350,7 @@ export function analyze(profile: Profile, options: AnalysisOptions = {}): Analys
       p.base.Y += y;
     }
   };
-  for (const e of profile.experiments) {
+  for (const e of experiments) {
     const bucket = lround(e.speedup * speedupStepsPerUnit);
     for (const t of e.throughput) observe(t.name, "throughput", e.selected, bucket, t.delta, e.durationNs, e.durationNs);
     for (const l of e.latency) {
@@ -352,14 +360,12 @@ export function analyze(profile: Profile, options: AnalysisOptions = {}): Analys
     }
   }
 
-  const conv = conventionalProfile(profile);
-  const totalSamples = conv.total_samples;
   const summaries: PointSummary[] = [];
   const effects: LineEffect[] = [];
   for (const p of points.values()) {
     const { phi, dof } = dispersion(p);
     const baseUsable = p.base.X > 0 && p.base.Y / p.base.X > 0;
-    summaries.push({
+    const summary: PointSummary = {
       name: p.name,
       kind: p.kind,
       experiments: p.observations.length,
@@ -368,20 +374,37 @@ export function analyze(profile: Profile, options: AnalysisOptions = {}): Analys
       baseline_ns: baseUsable ? p.base.Y / p.base.X : null,
       baseline_experiments: p.base.n,
       baseline_visits: p.base.X,
-    });
+      tested: 0,
+      discoveries: 0,
+      adjusted_z: null,
+    };
+    // Verdicts are over every line of the point, whatever the filters keep.
+    const all = [...p.lines].map(([line, cells]) => makeEffect(p, line, cells, phi, mode));
+    decide(all, summary);
+    summaries.push(summary);
     if (only !== "" && p.name !== only) continue;
-    for (const [line, cells] of p.lines) {
-      const e = makeEffect(p, line, cells, phi, mode);
-      if (e.experiments < minExperiments) continue;
-      e.samples = profile.samples.get(line) ?? 0;
-      e.sample_share = totalSamples > 0 ? e.samples / totalSamples : 0;
-      e.function = profile.functions.get(line) ?? "";
-      e.callee = conv.callees.get(line) ?? null;
-      effects.push(e);
-    }
+    for (const e of all) if (e.experiments >= minExperiments) effects.push(e);
   }
   summaries.sort((a, b) => compareStrings(a.name, b.name) || kindRank(a.kind) - kindRank(b.kind));
   effects.sort(ranksBefore);
+  return { points: summaries, effects };
+}
+
+export function analyze(profile: Profile, options: AnalysisOptions = {}): Analysis {
+  const mode = options.baseline ?? "pooled";
+  const only = options.point ?? "";
+  const minExperiments = options.minExperiments ?? 1;
+
+  const { points, effects } = causalEffects(profile.experiments, mode, only, minExperiments);
+  const stability = splitHalfStability(profile.experiments, points, effects, (half) => causalEffects(half, mode, only, minExperiments).effects);
+  const conv = conventionalProfile(profile);
+  const totalSamples = conv.total_samples;
+  for (const e of effects) {
+    e.samples = profile.samples.get(e.line) ?? 0;
+    e.sample_share = totalSamples > 0 ? e.samples / totalSamples : 0;
+    e.function = profile.functions.get(e.line) ?? "";
+    e.callee = conv.callees.get(e.line) ?? null;
+  }
 
   return {
     format: "coz-analysis",
@@ -394,14 +417,17 @@ export function analyze(profile: Profile, options: AnalysisOptions = {}): Analys
       baseline: mode,
       point: only,
       min_experiments: minExperiments,
+      false_discovery_rate: falseDiscoveryRate,
+      min_settle_experiments: minSettleExperiments,
     },
     experiments: profile.experiments.length,
     runtime_ns: profile.runtimeNs,
     total_samples: totalSamples,
-    sampling: profile.sampling.processes > 0 ? { ...profile.sampling } : null,
-    points: summaries,
+    sampling: samplingSummary(profile.sampling),
+    points,
     effects,
     profile: conv.profile,
+    stability,
     warnings: profile.warnings.map((w) => ({ ...w })),
   };
 }

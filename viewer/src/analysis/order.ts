@@ -13,3 +13,6 @@ export function compareStrings(a: string, b: string): number {
   }
   return a.length - b.length;
 }
+
+/** Point kinds order by their names ("latency" < "throughput"), as the C++ compares them. */
+export const kindRank = (k: "throughput" | "latency") => (k === "latency" ? 0 : 1);

@@ -40,6 +40,9 @@ export interface SamplingTotals {
   samples: number; // samples taken
   in_scope: number; // attributed to an in-scope line
   lost: number; // dropped by the kernel
+  timed: number; // records that also had period= and cpu-time=
+  attributed_ns: number; // Σ in-scope × period over those records
+  cpu_time_ns: number; // Σ cpu-time over those records
 }
 
 export interface Profile {
@@ -68,7 +71,7 @@ export function emptyProfile(): Profile {
     stacks: new Map(),
     blocked: new Map(),
     runtimeNs: 0,
-    sampling: { processes: 0, samples: 0, in_scope: 0, lost: 0 },
+    sampling: { processes: 0, samples: 0, in_scope: 0, lost: 0, timed: 0, attributed_ns: 0, cpu_time_ns: 0 },
     sources: [],
     warnings: [],
     warningsDropped: 0,
@@ -91,6 +94,9 @@ function addSampling(into: SamplingTotals, t: SamplingTotals) {
   into.samples = saturatingAdd(into.samples, t.samples);
   into.in_scope = saturatingAdd(into.in_scope, t.in_scope);
   into.lost = saturatingAdd(into.lost, t.lost);
+  into.timed = saturatingAdd(into.timed, t.timed);
+  into.attributed_ns = saturatingAdd(into.attributed_ns, t.attributed_ns);
+  into.cpu_time_ns = saturatingAdd(into.cpu_time_ns, t.cpu_time_ns);
 }
 
 // std::from_chars grammar: no leading '+', no spaces, no hex.
@@ -162,6 +168,12 @@ class Fields {
       return this.fail(`bad ${key}='${clip(v)}'`), 0;
     }
     return Number(v);
+  }
+  /** A count whose absence or bad value is no error (the caller ignores it). */
+  lenientCount(key: string): number | null {
+    const v = findField(this.r, key);
+    if (v === undefined || v === "" || v.startsWith("-")) return null;
+    return toCount(v);
   }
   optionalReal(key: string): number | null {
     const v = findField(this.r, key);
@@ -273,7 +285,21 @@ class Reader {
       const samples = f.count("samples");
       const inScope = f.count("in-scope");
       const lost = f.count("lost");
-      if (f.ok) addSampling(p.sampling, { processes: 1, samples, in_scope: inScope, lost });
+      // period= and cpu-time= (newer runtimes): both counts, else the pair is ignored.
+      const period = f.lenientCount("period");
+      const cpuTime = f.lenientCount("cpu-time");
+      const timed = period !== null && cpuTime !== null;
+      if (f.ok) {
+        addSampling(p.sampling, {
+          processes: 1,
+          samples,
+          in_scope: inScope,
+          lost,
+          timed: timed ? 1 : 0,
+          attributed_ns: timed ? Math.min(inScope * period, u64Max) : 0,
+          cpu_time_ns: timed ? cpuTime : 0,
+        });
+      }
     } else if (t === "stack") {
       const frames = f.text("frames");
       const count = f.count("count");

@@ -1,0 +1,11 @@
+// The analysis's fixed settings, in one place (docs/analysis.md: the notation,
+// sections 7 and 8). `settings` in the JSON lists them; tools/analysis/ uses
+// the same values (analysis.h, verdicts.h).
+
+export const z95 = 1.959963984540054; // two-sided 95%
+export const settleHalfWidth = 0.025; // ±2.5 percentage points settles "no effect"
+export const speedupStepsPerUnit = 20; // the runtime's 5% grid
+export const maxExperimentsNeeded = 1e9; // beyond this, "never" in practice
+export const falseDiscoveryRate = 0.05; // α: expected share of wrong "speeds up"/"slows down" verdicts of a point
+export const minSettleExperiments = 10; // n_min: measured experiments a line needs before any verdict
+export const stabilityTop = 5; // split-half stability compares this many top lines per point
