@@ -114,6 +114,7 @@ void ProfileWriter::write_blocked(const std::vector<Blocked>& blocked) { append(
 
 std::string ProfileWriter::format_sampling(const SamplingTotals& t) {
   std::string out = fmt::format("sampling\tsamples={}\tin-scope={}\tlost={}", t.samples, t.in_scope, t.lost);
+  if (t.period_ns > 0) out += fmt::format("\tperiod={}\tcpu-time={}", t.period_ns, t.cpu_time_ns);
   for (const auto& [key, count] : t.walks) out += fmt::format("\t{}={}", key, count);
   return out + "\n";
 }

@@ -44,6 +44,8 @@ class ProfileWriter {
     uint64_t samples = 0;
     uint64_t in_scope = 0;  // attributed to an in-scope line
     uint64_t lost = 0;      // dropped by the kernel
+    uint64_t period_ns = 0;    // CPU time each counted sample stands for (0: not written)
+    uint64_t cpu_time_ns = 0;  // the process's CPU time when the record was written
     /// Stack walks by how they ended: "unwound" (to the stack's first frame,
     /// or deep enough), then "stopped-<reason>".
     std::vector<std::pair<std::string, uint64_t>> walks;

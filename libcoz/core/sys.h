@@ -66,6 +66,13 @@ inline uint64_t realtime_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+/// The CPU time of the whole process (every thread, live or exited), in ns.
+inline uint64_t process_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 /// Sleeps about `ns` (one call; a signal may cut it short) and returns the
 /// time that really passed, measured on CLOCK_MONOTONIC.
 inline uint64_t sleep_ns(uint64_t ns) {

@@ -24,6 +24,7 @@
 #include "sampler.h"
 #include "thread_registry.h"
 #include "channels.h"
+#include "exit_signals.h"
 #include "wait.h"
 
 using coz::catch_up;
@@ -446,7 +447,10 @@ int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
 }
 
 /// The sample signal stays ours; the program sees its own disposition as if it were installed.
+/// The exit signals the runtime stands in for read as SIG_DFL (exit_signals.h).
 int sigaction(int sig, const struct sigaction* action, struct sigaction* old) {
+  int result;
+  if (coz::exit_signal_sigaction(sig, action, old, result)) return result;
   if (sig != coz::sample_signal || !coz::runtime()) return functions().sigaction(sig, action, old);
   if (old) *old = g_program_sample_action;
   if (action) g_program_sample_action = *action;
@@ -455,6 +459,11 @@ int sigaction(int sig, const struct sigaction* action, struct sigaction* old) {
 
 /// As sigaction.
 sighandler_t signal(int sig, sighandler_t handler) {
+  struct sigaction action = {}, previous = {};
+  action.sa_handler = handler;
+  action.sa_flags = SA_RESTART;  // signal()'s BSD semantics, as glibc gives them
+  int result;
+  if (coz::exit_signal_sigaction(sig, &action, &previous, result)) return result == 0 ? previous.sa_handler : SIG_ERR;
   if (sig != coz::sample_signal || !coz::runtime()) return functions().signal(sig, handler);
   sighandler_t old = g_program_sample_action.sa_handler;
   g_program_sample_action.sa_handler = handler;

@@ -14,8 +14,10 @@ namespace coz {
 
 namespace {
 
-ProfileWriter::SamplingTotals sampling_totals(const SamplingStats& stats) {
+ProfileWriter::SamplingTotals sampling_totals(const SamplingStats& stats, uint64_t period_ns) {
   ProfileWriter::SamplingTotals t;
+  t.period_ns = period_ns;  // counted samples are one per configured period (counted_in_profile)
+  t.cpu_time_ns = sys::process_cpu_ns();
   t.samples = stats.samples.load(std::memory_order_relaxed);
   t.in_scope = t.samples - std::min(t.samples, stats.unattributed.load(std::memory_order_relaxed));
   t.lost = stats.lost.load(std::memory_order_relaxed);
@@ -81,7 +83,7 @@ void* Profiler::thread_main(void* self) {
   // Every program thread is gone (main called pthread_exit, then the others
   // exited): finish the profile and exit, so that glibc, seeing its last
   // thread leave, ends the process with status 0 as it would without us.
-  if (live_thread_count() == 0) profiler->shutdown();
+  if (profiler->program_gone()) profiler->shutdown();
   return nullptr;
 }
 
@@ -100,7 +102,17 @@ void Profiler::take_realtime_priority() {
   if (err != 0) log::debug("profiler thread keeps its ordinary priority (SCHED_FIFO refused: error {})", err);
 }
 
-bool Profiler::program_gone() const { return live_thread_count() == 0; }
+/// Every program thread has exited, or a terminating signal is ending the
+/// process (shutdown_from_signal): either way, the profile must be finished.
+bool Profiler::program_gone() const {
+  return live_thread_count() == 0 || shutdown_requested_.load(std::memory_order_acquire);
+}
+
+void Profiler::shutdown_from_signal(uint64_t timeout_ns) {
+  shutdown_requested_.store(true, std::memory_order_release);
+  uint64_t deadline = sys::monotonic_ns() + timeout_ns;
+  while (!shut_down_.load(std::memory_order_acquire) && sys::monotonic_ns() < deadline) sys::sleep_ns(1'000'000);
+}
 
 void Profiler::run() {
   const Config& c = rt_.config;
@@ -394,8 +406,9 @@ void Profiler::shutdown() {
     rt_.writer.write_experiment(result);
   }
   write_new_samples();
-  rt_.writer.write_sampling(sampling_totals(rt_.stats));
+  rt_.writer.write_sampling(sampling_totals(rt_.stats, rt_.config.sample_period_ns));
   rt_.writer.write_runtime(sys::monotonic_ns() - rt_.start_ns);
+  shut_down_.store(true, std::memory_order_release);
 }
 
 }  // namespace coz

@@ -24,6 +24,10 @@ class Profiler {
   /// not yet written and the run time. Safe to call while the thread runs.
   void shutdown();
 
+  /// From a signal handler (async-signal-safe): has the profiler thread run
+  /// shutdown(), and waits up to `timeout_ns` for it to finish.
+  void shutdown_from_signal(uint64_t timeout_ns);
+
  private:
   struct Running {
     bool active = false;
@@ -68,6 +72,8 @@ class Profiler {
   Runtime& rt_;
   ExperimentScheduler scheduler_;
   FutexLock lock_;  // guards running_ against shutdown() from the exiting thread
+  std::atomic<bool> shutdown_requested_{false};  // by shutdown_from_signal
+  std::atomic<bool> shut_down_{false};           // shutdown() has written the last records
   Running running_;
   std::atomic<bool> stopping_{false};
   uint64_t quiet_drain_ns_;  // longest sleep in a quiet run (drain_unsignalled_rings)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "channels.h"
+#include "exit_signals.h"
 #include "file_line.h"
 #include "log.h"
 #include "profiler.h"
@@ -178,6 +179,13 @@ void on_fork_child() {
   if (!g_profiler->start()) g_profiler = nullptr;
 }
 
+/// The exit-signal handler's part (exit_signals.h): the profiler thread
+/// finishes the profile; a wedged runtime must not keep the process alive.
+void finish_profile_for_exit_signal() {
+  constexpr uint64_t timeout_ns = 2'000'000'000;
+  if (Profiler* profiler = g_profiler) profiler->shutdown_from_signal(timeout_ns);
+}
+
 void start() {
   real::functions();
   std::vector<std::string> errors;
@@ -258,6 +266,7 @@ void start() {
   pthread_atfork(nullptr, nullptr, &on_fork_child);
   g_profiler = new Profiler(*rt);
   if (!g_profiler->start()) g_profiler = nullptr;
+  install_exit_signal_handlers(&finish_profile_for_exit_signal);
 }
 
 /// Without kernel sampling, time in system calls is charged to no line:
@@ -281,6 +290,26 @@ void warn_if_kernel_time_unsampled(const Runtime& rt) {
   log::warn("{:.2f} s of {:.2f} s CPU time ({:.0f}%) was spent in the kernel and not sampled: kernel sampling needs "
             "perf_event_paranoid <= 1 (it is {}) or CAP_PERFMON",
             kernel, total, 100 * kernel / total, paranoid);
+}
+
+/// How much of the process's CPU time became samples attributed to a line:
+/// with `-v`, always; a warning when it is under half (the verdicts then
+/// speak for a minority of the time).
+void report_coverage(const Runtime& rt) {
+  // Start-up (the line map, the frame tables) dominates a very short run.
+  constexpr uint64_t minimum_cpu_for_coverage_warning_ns = 1'000'000'000;
+  uint64_t cpu_ns = sys::process_cpu_ns();
+  if (cpu_ns == 0 || !rt.sampling_enabled) return;
+  uint64_t samples = rt.stats.samples.load();
+  uint64_t in_scope = samples - std::min(samples, rt.stats.unattributed.load());
+  double share = static_cast<double>(in_scope) * static_cast<double>(rt.config.sample_period_ns) /
+                 static_cast<double>(cpu_ns);
+  log::info("CPU time attributed to lines: {:.1f}% of {:.2f} s", share * 100.0, cpu_ns / 1e9);
+  if (share < 0.5 && cpu_ns >= minimum_cpu_for_coverage_warning_ns) {
+    log::warn("only {:.0f}% of the program's CPU time ({:.1f} s) was attributed to a line (time in the kernel "
+              "not sampled, code out of scope, or threads not sampled; coz run -v says which)",
+              share * 100.0, cpu_ns / 1e9);
+  }
 }
 
 void stop() {
@@ -310,6 +339,7 @@ void stop() {
               rt->stats.unattributed_kernel.load(), rt->stats.lost_kernel.load());
   }
   warn_if_kernel_time_unsampled(*rt);
+  report_coverage(*rt);
 }
 
 // Runs before the program's own constructors (preloaded libraries are

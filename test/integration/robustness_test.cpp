@@ -594,18 +594,40 @@ void kill_mid_experiment(const TempDir& scratch, const std::string& profile, int
   EXPECT_FALSE(result.exited) << describe(result);
   EXPECT_FALSE(result.timed_out) << "signal " << sig << " did not end the program";
   EXPECT_EQ(result.term_signal, sig) << describe(result);
+  EXPECT_NE(result.out.find("dispositions: default"), std::string::npos)
+      << "the program must see the signals it never set at their default action\n"
+      << result.out;
+}
+
+/// Killed by a signal it leaves at the default action, the program still
+/// gets the profile's last records: the experiment in progress, the samples
+/// and the run time (the runtime stands in for the default action).
+void expect_runtime_record(const std::string& path) {
+  const std::optional<analysis::Profile> profile = read_profile(path);
+  ASSERT_TRUE(profile) << "no profile";
+  EXPECT_GT(profile->runtime_ns, 0u) << "no runtime record";
+  EXPECT_EQ(profile->sampling.processes, 1u) << "no sampling record";
 }
 
 TEST_F(RobustnessTest, SigintMidExperiment) {
   kill_mid_experiment(scratch_, profile_path(), SIGINT);
   whole_profile();
   expect_finished_experiments(profile_path());
+  expect_runtime_record(profile_path());
 }
 
 TEST_F(RobustnessTest, SigtermMidExperiment) {
   kill_mid_experiment(scratch_, profile_path(), SIGTERM);
   whole_profile();
   expect_finished_experiments(profile_path());
+  expect_runtime_record(profile_path());
+}
+
+TEST_F(RobustnessTest, SighupMidExperiment) {
+  kill_mid_experiment(scratch_, profile_path(), SIGHUP);
+  whole_profile();
+  expect_finished_experiments(profile_path());
+  expect_runtime_record(profile_path());
 }
 
 TEST_F(RobustnessTest, SigkillMidExperiment) {

@@ -9,6 +9,7 @@
 //   --forever         prints "ready" after --ms and works until killed
 #include <coz.h>
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -82,6 +83,14 @@ int main(int argc, char** argv) {
   }
   if (options.has("--abort")) std::abort();
   if (options.has("--forever")) {
+    // The program never set these: it must see them at their default action.
+    bool all_default = true;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction current;
+      sigaction(sig, nullptr, &current);
+      all_default = all_default && !(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_DFL;
+    }
+    robust::say(all_default ? "dispositions: default\n" : "dispositions: changed\n");
     robust::say("ready\n");
     for (;;) work_ms(100);
   }
