@@ -31,8 +31,10 @@ extern "C" {
 #define COZ_COUNTER_TYPE_BEGIN 2
 #define COZ_COUNTER_TYPE_END 3
 
-/* Weak, so that programs need not link libdl on old C libraries. */
-void* dlsym(void* handle, const char* symbol) __attribute__((weak));
+/* Weak, so that programs need not link libdl on old C libraries. A pragma,
+ * not a second declaration: -Wredundant-decls -Werror builds (memcached's)
+ * must compile this header. */
+#pragma weak dlsym
 
 typedef struct {
   size_t count;   /* incremented by the program, read by the profiler */

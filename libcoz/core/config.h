@@ -21,6 +21,9 @@ struct Config {
   std::vector<std::string> latency_lines;   // COZ_LATENCY_LINES, BEGIN and END FILE:LINE, alternating
   std::string fixed_line;                   // COZ_FIXED_LINE "FILE:LINE"; empty: chosen by samples
   int fixed_speedup_percent = -1;           // COZ_FIXED_SPEEDUP 0..100; -1: random
+  /// COZ_GRANULARITY "function": a virtual speedup covers every line of the
+  /// selected line's function (LineMap::group_by_function); "line" (default): one line.
+  bool function_granularity = false;
   bool end_to_end = false;                  // COZ_END_TO_END=1: one experiment for the whole run
   uint64_t sample_period_ns = 1'000'000;    // COZ_SAMPLE_PERIOD_NS: 1 ms of thread CPU time
   int verbosity = 0;                        // COZ_VERBOSE: 0 warnings, 1 info, 2 debug

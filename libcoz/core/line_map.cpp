@@ -334,6 +334,23 @@ void LineMap::finalize() {
   tables_.push_back(std::move(table));
 }
 
+size_t LineMap::group_by_function() {
+  for (SourceLine& l : lines_) {
+    // Lines without a function stay themselves; so do function-level lines
+    // of binaries without debug info, which already stand for a function.
+    if (l.line == 0 || l.function.empty() || l.unit.load(std::memory_order_relaxed)) continue;
+    auto [it, added] = unit_of_function_.try_emplace(l.function, nullptr);
+    if (added) {
+      SourceLine& unit = units_.emplace_back();
+      unit.file = l.file;
+      unit.function = l.function;
+      it->second = &unit;
+    }
+    l.unit.store(it->second, std::memory_order_release);
+  }
+  return units_.size();
+}
+
 SourceLine* LineMap::find(uintptr_t address) const {
   // Signal context: no allocation, no locks, no exceptions.
   const RangeTable* table = published_.load(std::memory_order_acquire);

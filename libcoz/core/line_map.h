@@ -32,11 +32,21 @@ struct SourceLine {
   /// through an inlined call (see LineMap::add_object), the function that
   /// makes the call. Empty when the debug info names none.
   std::string function;
+  /// What an experiment that selects this line speeds up: null for the line
+  /// itself, or its function's unit (LineMap::group_by_function).
+  std::atomic<SourceLine*> unit{nullptr};
   std::atomic<uint64_t> samples{0};           // all samples attributed here (sampling path)
   std::atomic<uint64_t> reported_samples{0};  // part of `samples` already written to the profile
 
-  /// "FILE:LINE", or "BINARY:FUNCTION" for a function-level line (line 0, from the symbol table).
+  /// "FILE:LINE", or "FILE:FUNCTION" for a function unit or a function-level
+  /// line (line 0; FILE is the binary's path without debug info).
   std::string name() const { return file + ":" + (line == 0 ? function : std::to_string(line)); }
+
+  /// The line or function an experiment selecting this line speeds up. Async-signal-safe.
+  SourceLine* experiment_unit() {
+    SourceLine* u = unit.load(std::memory_order_acquire);
+    return u ? u : this;
+  }
 };
 
 /// Decides whether a source file (absolute path) is in scope.
@@ -94,6 +104,14 @@ class LineMap {
   /// breakpoint counts visits to it. Call after finalize().
   uintptr_t first_address(const SourceLine* line) const;
 
+  /// Function granularity: points every line that has a function name and no
+  /// unit yet at its function's unit (one per demangled name, named
+  /// "FILE:FUNCTION" after the first line of it seen), so that one experiment
+  /// speeds up the whole function, inlined callees included. Call after
+  /// finalize(), under the same exclusion as add_object(). Returns the number
+  /// of units. Static functions of the same name in two files share a unit.
+  size_t group_by_function();
+
   /// Every line, in the order they were added.
   const std::deque<SourceLine>& lines() const { return lines_; }
   std::deque<SourceLine>& lines() { return lines_; }
@@ -132,6 +150,8 @@ class LineMap {
   void add_range(uintptr_t begin, uintptr_t end, uint32_t line_index, ObjectState& object);
 
   std::deque<SourceLine> lines_;
+  std::deque<SourceLine> units_;  // function units (group_by_function)
+  std::unordered_map<std::string, SourceLine*> unit_of_function_;
   std::vector<Range> pending_;  // added since the last finalize(), unsorted
   std::atomic<const RangeTable*> published_{nullptr};
   std::vector<std::unique_ptr<RangeTable>> tables_;  // every table published, newest last

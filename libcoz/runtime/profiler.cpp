@@ -206,7 +206,8 @@ SourceLine* Profiler::choose_line() {
   std::vector<uint64_t> fresh(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) fresh[i] = lines[i].samples.load(std::memory_order_relaxed) - choice_base_[i];
   size_t chosen = scheduler_.choose_line(fresh);
-  return chosen == ExperimentScheduler::no_line ? nullptr : &lines[chosen];
+  // A line is chosen in proportion to its samples, so a function unit is in proportion to all of its lines'.
+  return chosen == ExperimentScheduler::no_line ? nullptr : lines[chosen].experiment_unit();
 }
 
 /// Experiments sample `delay_sampling_rate` times as often. Each sample in the selected line pauses the other threads by

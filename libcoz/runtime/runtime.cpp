@@ -120,6 +120,7 @@ size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
               found.lines, found.inlined_ranges, found.ranges);
   }
   rt.lines.finalize();
+  if (rt.config.function_granularity) log::info("function granularity: {} functions", rt.lines.group_by_function());
   log::info("line map: {} objects in scope, {} lines, built in {:.1f} ms", objects, rt.lines.lines().size(),
             (sys::monotonic_ns() - t0) / 1e6);
   // Every object, in scope or not: walks cross the others to reach the line that called them.
@@ -141,7 +142,7 @@ SourceLine* resolve_fixed_line(Runtime& rt, const std::string& spec, std::string
   }
   SourceLine* found = rt.lines.find_line(where->file, where->line);
   if (!found) error = "--fixed-line " + spec + ": no code at that line in the binaries in scope";
-  return found;
+  return found ? found->experiment_unit() : nullptr;  // with function granularity, its function
 }
 
 /// A forked child is a program of its own: it gets a fresh experiment state,

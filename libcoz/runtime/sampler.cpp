@@ -161,7 +161,7 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   }
 
   SourceLine* selected = rt.experiment.selected.load(std::memory_order_acquire);
-  if (selected == line) {
+  if (selected == line->experiment_unit()) {
     // Every sample credits its delay (the ledger's delay per sample matches the period in force).
     if (counted) rt.experiment.selected_samples.fetch_add(1, std::memory_order_relaxed);
     for (uint64_t i = 0, credits = in_kernel ? short_period_rate(rt) : 1; i < credits; ++i) {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "analysis.h"
 #include "record_line.h"
 
 extern char** environ;
@@ -958,6 +959,40 @@ TEST_F(RobustnessTest, ProgressPointsGivenOnTheCommandLine) {
   ASSERT_GT(profile->experiments.size(), 0u);
   expect_visit_share(throughput_visits(*profile, item), number_after(result.out, "items"), item);
   expect_visit_share(throughput_visits(*profile, begin), number_after(result.out, "begins"), begin);
+}
+
+// --granularity function: each experiment speeds up a whole function, named
+// FILE:FUNCTION in the profile, and the report charges it the samples of all
+// its lines and lists them.
+TEST_F(RobustnessTest, FunctionGranularitySpeedsUpWholeFunctions) {
+  const ProcessResult result = run({"--granularity", "function"}, {TWO_THREADS_EXE, "-n", "500"});
+  expect_exit(result, 0);
+  whole_profile();
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  ASSERT_GT(profile->experiments.size(), 0u);
+  bool long_work = false;
+  for (const analysis::Experiment& e : profile->experiments) {
+    const std::string tail = e.selected.substr(e.selected.rfind(':') + 1);
+    EXPECT_FALSE(!tail.empty() && std::all_of(tail.begin(), tail.end(), ::isdigit))
+        << e.selected << ": a line, not a function";
+    long_work = long_work || e.selected.find("long_work") != std::string::npos;
+  }
+  EXPECT_TRUE(long_work) << "the function with half the samples was never selected";
+  const analysis::Analysis a = analysis::analyze(*profile);
+  auto unit = std::find_if(a.effects.begin(), a.effects.end(),
+                           [](const analysis::LineEffect& e) { return e.line.find("long_work") != std::string::npos; });
+  ASSERT_NE(unit, a.effects.end());
+  EXPECT_GT(unit->samples, 0u) << "a function unit has the samples of its lines";
+  EXPECT_NE(unit->function.find("long_work"), std::string::npos);
+  const ProcessResult report = run_process({COZ_EXE, "report", profile_path()}, scratch_);
+  EXPECT_NE(report.out.find("↳ lines:"), std::string::npos) << report.out;
+}
+
+TEST_F(RobustnessTest, GranularityMustBeLineOrFunction) {
+  const ProcessResult result = run({"--granularity", "basic-block"}, {TWO_THREADS_EXE, "-n", "10"});
+  EXPECT_TRUE(result.exited && result.exit_status != 0) << describe(result);
+  EXPECT_NE(result.err.find("--granularity basic-block: expected line or function"), std::string::npos) << result.err;
 }
 
 TEST_F(RobustnessTest, LatencyPointGivenOnTheCommandLine) {

@@ -285,6 +285,14 @@ def rank_key(e):
     return (GROUPS.index(group), bound, -e["max_effect"], e["line"], e["point"], e["kind"])
 
 
+def function_of_unit(prof, name):
+    """Section 9: FILE:FUNCTION without a samples record -> FUNCTION (the longest match), else ""."""
+    if name in prof["samples"]:
+        return ""
+    fns = [f for f in set(prof["functions"].values()) if len(name) > len(f) and name.endswith(":" + f)]
+    return max(fns, key=len, default="")
+
+
 def ratio(c):
     return c["y"] / c["x"]
 
@@ -342,6 +350,10 @@ def analyze(prof, halves=True):
                        slope_low=NAN, slope_high=NAN, max_effect=0.0, experiments_needed=None,
                        measured_experiments=0, p_value=None, adjusted_low=None, adjusted_high=None,
                        measured=False, baseline="none", baseline_ns=NAN, curve=[], label="unmeasured")
+            unit = function_of_unit(prof, line)
+            if unit:  # section 9: a function unit gets all the samples of its function's lines
+                eff["function"] = unit
+                eff["samples"] = sum(prof["samples"][l] for l, f in prof["functions"].items() if f == unit)
             eff["sample_share"] = eff["samples"] / total if total > 0 else 0.0
             effects.append(eff)
             if not usable:

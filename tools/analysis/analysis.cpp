@@ -342,6 +342,16 @@ std::vector<Stability> stability(const Profile& profile, const AnalysisOptions& 
 
 }  // namespace
 
+std::string function_of_unit(const Profile& profile, const std::string& name) {
+  std::string best;
+  for (const auto& [location, function] : profile.functions) {
+    if (function.size() <= best.size() || name.size() <= function.size()) continue;
+    size_t at = name.size() - function.size();
+    if (name[at - 1] == ':' && name.compare(at, std::string::npos, function) == 0) best = function;
+  }
+  return best;
+}
+
 Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
   Analysis result;
   result.options = options;
@@ -363,7 +373,15 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
   result.points = std::move(causal.points);
   result.effects = std::move(causal.effects);
   for (LineEffect& eff : result.effects) {
-    if (auto it = profile.samples.find(eff.line); it != profile.samples.end()) eff.samples = it->second;
+    if (auto it = profile.samples.find(eff.line); it != profile.samples.end()) {
+      eff.samples = it->second;
+    } else if (std::string unit = function_of_unit(profile, eff.line); !unit.empty()) {
+      eff.function = unit;  // a function unit (coz run --granularity function): all the lines of the function
+      for (const auto& [location, function] : profile.functions) {
+        if (function != unit) continue;
+        if (auto s = profile.samples.find(location); s != profile.samples.end()) eff.samples += s->second;
+      }
+    }
     if (auto it = profile.functions.find(eff.line); it != profile.functions.end()) eff.function = it->second;
     if (auto it = result.profile.callees.find(eff.line); it != result.profile.callees.end()) eff.callee = it->second;
     if (result.total_samples > 0) {

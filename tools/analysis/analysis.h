@@ -185,6 +185,11 @@ struct Analysis {
 
 Analysis analyze(const Profile& profile, const AnalysisOptions& options = {});
 
+/// For `FILE:FUNCTION`, an experiment unit of `coz run --granularity function`
+/// with no `samples` record of its own: the longest FUNCTION that some
+/// location's `function=` names (docs/analysis.md section 9); "" otherwise.
+std::string function_of_unit(const Profile& profile, const std::string& name);
+
 /// The conventional-profile part alone (analyze() fills Analysis::profile with it).
 ConventionalProfile conventional_profile(const Profile& profile);
 

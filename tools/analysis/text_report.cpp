@@ -38,6 +38,7 @@ constexpr size_t min_line_width = 24;
 constexpr double nearest_speedup_tolerance = 0.05 + 1e-9;  // one runtime speedup step
 constexpr double mostly_in_callee = 0.5;  // a callee with this share of a line's stack samples is shown
 constexpr size_t max_library_width = 30;  // a callee's library: a base name, rarely long
+constexpr size_t max_unit_lines = 3;      // lines listed under a function unit
 constexpr double low_coverage = 0.5;      // below this share of CPU time attributed, the report warns
 
 namespace ansi {
@@ -403,6 +404,26 @@ class Writer {
     }
     out_ << line << impact << effects << samples << exps << tail << '\n';
     callee_row(e);
+    unit_lines_row(e);
+  }
+
+  // "     ↳ lines: a.c:12 61%, a.c:14 20%" under a function unit (coz run --granularity function).
+  void unit_lines_row(const LineEffect& e) {
+    if (e.function.empty() || e.samples == 0) return;
+    const auto& lines = a_.profile.lines;  // sorted by samples, most first
+    auto is_line = [&](const LineSamples& l) { return l.location == e.line; };
+    if (std::any_of(lines.begin(), lines.end(), is_line)) return;  // a line, not a unit
+    std::string text = std::string(rank_width + 2, ' ') + "↳ lines:";
+    size_t shown = 0;
+    for (const LineSamples& l : lines) {
+      if (l.function != e.function || shown == max_unit_lines) continue;
+      std::string_view where = l.location;  // the file's base name is enough under its function
+      where.remove_prefix(where.rfind('/') == std::string_view::npos ? 0 : where.rfind('/') + 1);
+      text += fmt::format("{} {} {:.0f}%", shown ? "," : "", shorten_left(printable(std::string(where)), 40),
+                          100.0 * static_cast<double>(l.samples) / static_cast<double>(e.samples));
+      ++shown;
+    }
+    if (shown > 0) out_ << paint(text, ansi::dim) << '\n';
   }
 
   // "     ↳ 97% of its samples in memcpy [libc.so.6]" under a line that is mostly inside one callee.

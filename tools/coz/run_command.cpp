@@ -175,6 +175,9 @@ int run_main(int argc, char** argv) {
       ("fixed-line", po::value<std::string>(), "always speed up this FILE:LINE (a path suffix is enough)")
       ("fixed-speedup", po::value<int>(), "use this virtual speedup, in percent (0-100), in every experiment but the 0% baselines")
       ("end-to-end", "run one experiment over the whole run (no progress point needed; run many times)")
+      ("granularity", po::value<std::string>(),
+       "line (default) or function: what one experiment speeds up (a function covers all its lines, "
+       "inlined callees included; fewer candidates settle sooner)")
       ("period", po::value<std::string>(), "sampling period in thread CPU time, e.g. 1ms, 500us (default 1ms)")
       ("verbose,v", "print what the runtime does");
 
@@ -240,6 +243,11 @@ int run_main(int argc, char** argv) {
     setenv("COZ_FIXED_SPEEDUP", std::to_string(speedup).c_str(), 1);
   }
   if (vm.count("end-to-end")) setenv("COZ_END_TO_END", "1", 1);
+  if (vm.count("granularity")) {
+    const auto& g = vm["granularity"].as<std::string>();
+    if (g != "line" && g != "function") return fail(fmt::format("--granularity {}: expected line or function", g));
+    setenv("COZ_GRANULARITY", g.c_str(), 1);
+  }
   if (vm.count("period")) {
     auto ns = parse_period(vm["period"].as<std::string>());
     if (!ns) return fail(fmt::format("--period {}: expected a duration from 10us to 1s, e.g. 1ms", vm["period"].as<std::string>()));
