@@ -1,0 +1,180 @@
+"""Shared steps of the real-software benchmarks (bench/real/README.md):
+Debian sources fetched at bench time, patched with injected work, built,
+loaded over loopback (bounded in count and time), measured plain in
+interleaved rounds, and profiled with `coz run`.
+"""
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+
+
+def log(*args):
+    print(*args, file=sys.stderr, flush=True)
+
+
+def need_packages(*packages):
+    """Installs the Debian packages that are missing (build dependencies)."""
+    missing = [p for p in packages if subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True,
+                                                     text=True).stdout.find("install ok installed") < 0]
+    if missing:
+        log(f"installing {' '.join(missing)}")
+        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True, stdout=subprocess.DEVNULL,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+
+
+def enable_deb_src():
+    """Adds deb-src beside deb in Debian 12's debian.sources, once."""
+    sources = Path("/etc/apt/sources.list.d/debian.sources")
+    if not sources.exists() or "deb-src" in sources.read_text():
+        return
+    log(f"adding deb-src to {sources}")
+    sources.write_text(sources.read_text().replace("Types: deb\n", "Types: deb deb-src\n"))
+    subprocess.run(["apt-get", "update", "-qq"], check=True, stdout=subprocess.DEVNULL)
+
+
+def debian_source(package, work):
+    """`apt-get source PACKAGE` into WORK (once); returns the unpacked tree."""
+    work.mkdir(parents=True, exist_ok=True)
+    trees = [p for p in work.glob(f"{package}-*") if p.is_dir()]
+    if not trees:
+        log(f"fetching the Debian source of {package}")
+        enable_deb_src()
+        need_packages("dpkg-dev")
+        subprocess.run(["apt-get", "source", "-qq", package], cwd=work, check=True,
+                       stdout=subprocess.DEVNULL)
+        trees = [p for p in work.glob(f"{package}-*") if p.is_dir()]
+    if not trees:
+        sys.exit(f"apt-get source {package} left no source tree (is there a deb-src line?)")
+    return trees[0]
+
+
+def insert_after(path, anchor, text, within=None):
+    """Inserts TEXT (whole lines) after the first line holding ANCHOR (after
+    the first line holding WITHIN, when given); idempotent."""
+    lines = path.read_text().splitlines(keepends=True)
+    if any(text.strip().splitlines()[0].strip() in l for l in lines):
+        return
+    start = 0
+    if within is not None:
+        start = next((i for i, l in enumerate(lines) if within in l), None)
+        if start is None:
+            sys.exit(f"{path}: no line with {within!r}")
+    for i in range(start, len(lines)):
+        if anchor in lines[i]:
+            lines.insert(i + 1, text if text.endswith("\n") else text + "\n")
+            path.write_text("".join(lines))
+            return
+    sys.exit(f"{path}: no line with {anchor!r} to patch after")
+
+
+def line_of(path, marker):
+    """FILE:LINE of the line holding MARKER (the file's base name)."""
+    for n, l in enumerate(path.read_text().splitlines(), 1):
+        if marker in l:
+            return f"{path.name}:{n}"
+    sys.exit(f"{path}: no line with {marker!r}")
+
+
+class Server:
+    """A server process started with an environment, stopped with SIGTERM."""
+
+    def __init__(self, argv, env=None, ready_port=None):
+        self.proc = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
+        if ready_port:
+            wait_for_port(ready_port, self.proc)
+
+    def stop(self, timeout=20):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        return self.proc.returncode, self.proc.stderr.read()
+
+
+def wait_for_port(port, proc, seconds=30):
+    import socket
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"the server exited with {proc.returncode} before listening: {proc.stderr.read()}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    sys.exit(f"nothing listens on port {port} after {seconds} s")
+
+
+def interleaved(variants, rounds, measure):
+    """Runs measure(variant) round-robin; returns {variant: [rates]}."""
+    rates = {v: [] for v in variants}
+    for r in range(rounds):
+        for v in variants:
+            rates[v].append(measure(v))
+            log(f"  round {r + 1}/{rounds} {v}: {rates[v][-1]:.0f}/s")
+    return rates
+
+
+def speedup(rate_before, rate_after):
+    """Program speedup in period terms, as the profiler reports it: 1 - P_after / P_before."""
+    return 1.0 - rate_before / rate_after
+
+
+def coz(*args):
+    return [str(REPO / "build" / "bin" / "coz"), *map(str, args)] if not os.environ.get("COZ") else \
+        [os.environ["COZ"], *map(str, args)]
+
+
+def report(profiles, *options):
+    out = subprocess.run(coz("report", "--json", *options, *profiles), check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out)
+
+
+def prediction(effect, at=0.5):
+    """The effect's predicted program speedup with the line `at` faster:
+    its curve point there when measured, else its slope times `at`."""
+    for p in effect["curve"]:
+        if abs(p["line_speedup"] - at) < 1e-9 and p["se"] is not None:
+            return p["program_speedup"], "curve"
+    if effect["slope"] is not None:
+        return effect["slope"] * at, "slope"
+    return None, "none"
+
+
+def rank_among(effects, point, line):
+    """(rank among the point's effects, the effect) of LINE, or (None, None)."""
+    mine = [e for e in effects if e["point"] == point]
+    for i, e in enumerate(mine, 1):
+        if e["line"].endswith(line):
+            return i, e
+    return None, None
+
+
+def settled_top(effects, point, n=5):
+    return [e["line"] for e in effects if e["point"] == point and e["label"] in ("positive", "negative")][:n]
+
+
+def table(header, rows):
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = lambda r: "| " + " | ".join(str(x).ljust(w) for x, w in zip(r, widths)) + " |"
+    print(line(header))
+    print("| " + " | ".join("-" * w for w in widths) + " |")
+    for r in rows:
+        print(line(r))
+
+
+def median(xs):
+    return statistics.median(xs)

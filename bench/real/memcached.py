@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""memcached under load, with injected work of known cost (bench/real/README.md).
+
+Debian's memcached source is fetched, patched and built -O2 -g:
+- `get`: a busy loop of COZ_INJECT_GET iterations in process_get_command,
+  on every get's path (9 requests in 10 are gets);
+- `off`: a busy loop of COZ_INJECT_OFF iterations in the LRU maintainer
+  thread, which sleeps between rounds: off the requests' path;
+- a progress point `response` where each response is finished (resp_finish).
+One build serves every variant: the loops read their counts from the
+environment at start-up. The truth is the throughput of each variant, in
+interleaved rounds; the profiles are default-mode `coz run`s of the full
+variant. Prints markdown tables; exit 0 (the rows say pass or miss).
+
+    bench/real/memcached.py [--work DIR] [--rounds N] [--truth-seconds S]
+                            [--profile-seconds S] [--runs N]
+"""
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import common
+from common import log
+
+PORT = 21411
+CONNECTIONS = 16
+
+
+def prepare(work):
+    common.need_packages("libevent-dev")
+    src = common.debian_source("memcached", work)
+    common.shutil.copy(common.HERE / "inject.h", src / "inject.h")
+    proto = src / "proto_text.c"
+    common.insert_after(proto, '#include "proto_text.h"', '#include "inject.h"')
+    common.insert_after(proto, "mc_resp *resp = c->resp;",
+                        "    static unsigned long coz_get_iters = ~0ul; if (coz_get_iters == ~0ul) "
+                        "coz_get_iters = coz_inject_iters(\"COZ_INJECT_GET\");\n"
+                        "    COZ_INJECT_SPIN(coz_get_iters); /* @inject:get */",
+                        within="static inline void process_get_command(")
+    items = src / "items.c"
+    common.insert_after(items, '#include "slab_automove.h"', '#include "inject.h"')
+    common.insert_after(items, "useconds_t last_sleep = MIN_LRU_MAINTAINER_SLEEP;",
+                        "    unsigned long coz_off_iters = coz_inject_iters(\"COZ_INJECT_OFF\");")
+    common.insert_after(items, "while (do_run_lru_maintainer_thread) {",
+                        "        COZ_INJECT_SPIN(coz_off_iters); /* @inject:off */")
+    mc = src / "memcached.c"
+    common.insert_after(mc, '#include "memcached.h"', "#include <coz.h>")
+    common.insert_after(mc, "mc_resp* resp_finish(conn *c, mc_resp *resp) {", '    COZ_PROGRESS_NAMED("response");')
+    binary = src / "memcached"
+    if not binary.exists() or binary.stat().st_mtime < max(p.stat().st_mtime for p in (proto, items, mc)):
+        log("building memcached -O2 -g")
+        if not (src / "Makefile").exists():
+            subprocess.run(["./configure", f"CFLAGS=-O2 -g -I{common.REPO / 'include'}"], cwd=src, check=True,
+                           stdout=subprocess.DEVNULL)
+        subprocess.run(["make", "-j2", "memcached"], cwd=src, check=True, stdout=subprocess.DEVNULL)
+    load = work / "mc_load"
+    subprocess.run(["cc", "-O2", "-pthread", "-o", load, common.HERE / "mc_load.c"], check=True)
+    return src, binary, load, common.line_of(proto, "@inject:get"), common.line_of(items, "@inject:off")
+
+
+def serve(binary, env, wrapper=()):
+    return common.Server([*wrapper, binary, "-p", str(PORT), "-U", "0", "-t", "2", "-u", "root"], env,
+                         ready_port=PORT)
+
+
+def load_rate(load, seconds):
+    out = subprocess.run([load, str(PORT), str(CONNECTIONS), str(seconds)], check=True, capture_output=True,
+                         text=True).stdout
+    return float(out.split(":")[1].split()[0])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", type=Path, default=common.REPO / "build-bench" / "real")
+    ap.add_argument("--get-iters", type=int, default=20000)
+    ap.add_argument("--off-iters", type=int, default=20000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--truth-seconds", type=float, default=6)
+    ap.add_argument("--profile-seconds", type=float, default=60)
+    ap.add_argument("--runs", type=int, default=2)
+    args = ap.parse_args()
+    src, binary, load, get_line, off_line = prepare(args.work)
+    full = {"COZ_INJECT_GET": str(args.get_iters), "COZ_INJECT_OFF": str(args.off_iters)}
+    variants = {
+        "full": full,
+        "get halved": {**full, "COZ_INJECT_GET": str(args.get_iters // 2)},
+        "get removed": {**full, "COZ_INJECT_GET": "0"},
+        "off removed": {**full, "COZ_INJECT_OFF": "0"},
+    }
+
+    log(f"truth: {args.rounds} interleaved rounds of {args.truth_seconds} s per variant")
+
+    def measure(name):
+        server = serve(binary, variants[name])
+        try:
+            return load_rate(load, args.truth_seconds)
+        finally:
+            server.stop()
+
+    rates = common.interleaved(list(variants), args.rounds, measure)
+    rate = {v: common.median(r) for v, r in rates.items()}
+
+    profiles = []
+    for run in range(args.runs):
+        path = args.work / f"memcached-{run + 1}.coz"
+        path.unlink(missing_ok=True)
+        log(f"profile run {run + 1}/{args.runs}: {args.profile_seconds} s under load")
+        server = serve(binary, full, wrapper=common.coz("run", "-o", path, "---"))
+        try:
+            load_rate(load, args.profile_seconds)
+        finally:
+            status, err = server.stop()
+        if status != 0:
+            log(f"memcached under coz ended with {status}: {err[-500:]}")
+        profiles.append(path)
+
+    log("profile run with --granularity function")
+    fn_path = args.work / "memcached-function.coz"
+    fn_path.unlink(missing_ok=True)
+    server = serve(binary, full, wrapper=common.coz("run", "-o", fn_path, "--granularity", "function", "---"))
+    try:
+        load_rate(load, args.profile_seconds)
+    finally:
+        server.stop()
+
+    print(f"## memcached 1.6.18, `-t 2`, {CONNECTIONS} connections, 9 gets in 10\n")
+    print(f"Throughput, median of {args.rounds} interleaved rounds of {args.truth_seconds:g} s:\n")
+    common.table(["variant", "requests/s", "rounds"],
+                 [[v, f"{rate[v]:.0f}", " ".join(f"{x:.0f}" for x in rates[v])] for v in variants])
+    truths = {
+        "get @50%": common.speedup(rate["full"], rate["get halved"]),
+        "get @100%": common.speedup(rate["full"], rate["get removed"]),
+        "off @100%": common.speedup(rate["full"], rate["off removed"]),
+    }
+    rows = []
+    analyses = [(f"run {i + 1}", [p]) for i, p in enumerate(profiles)] + [("both runs", profiles)]
+    tops = []
+    for name, files in analyses:
+        a = common.report(files)
+        effects = a["effects"]
+        rank, get = common.rank_among(effects, "response", get_line)
+        _, off = common.rank_among(effects, "response", off_line)
+        tops.append(common.settled_top(effects, "response"))
+        for label, effect, at, truth in (("get", get, 0.5, truths["get @50%"]), ("get", get, 1.0, truths["get @100%"]),
+                                         ("off", off, 1.0, truths["off @100%"])):
+            if effect is None:
+                rows.append([name, f"{label} @{at:.0%}", "not profiled", "-", f"{truth:+.1%}", "-", "miss"])
+                continue
+            predicted, source = common.prediction(effect, at)
+            error = None if predicted is None else (predicted - truth) * 100
+            if label == "off":  # the target: never labelled "speeds up" (its prediction may rest on 1-3 exps)
+                ok = effect["label"] != "positive"
+            else:
+                ok = error is not None and abs(error) <= 5 and rank == 1 and effect["label"] == "positive"
+            rows.append([name, f"{label} @{at:.0%}",
+                         f"#{rank if label == 'get' else '-'} {effect['label']} ({effect['experiments']} exps)",
+                         "-" if predicted is None else f"{predicted:+.1%} ({source})", f"{truth:+.1%}",
+                         "-" if error is None else f"{error:+.1f}", "pass" if ok else "miss"])
+    print(f"\nInjected lines: get = {get_line}, off = {off_line}. Predictions from default-mode profiles "
+          f"({args.runs} runs of {args.profile_seconds:g} s):\n")
+    common.table(["profile", "line", "rank, verdict", "predicted", "actual", "error (points)", "target"], rows)
+    agree = set(tops[0]) & set(tops[1]) if len(tops) > 2 else set()
+    print(f"\nSettled lines (speed up or slow down), run 1: {tops[0] or 'none'}; run 2: "
+          f"{tops[1] if len(tops) > 2 else '-'}; in both: {len(agree)}")
+    function_granularity(fn_path, get_line, truths["get @50%"])
+    return 0
+
+
+def function_granularity(path, line, truth):
+    """The unit holding LINE in a --granularity function profile: its rank, verdict, prediction."""
+    a = common.report([path])
+    function = next((l["function"] for l in a["profile"]["lines"] if l["location"].endswith(line)), "")
+    mine = [e for e in a["effects"] if e["point"] == "response"]
+    rank, unit = next(((i, e) for i, e in enumerate(mine, 1) if function and e["function"] == function
+                       and not e["line"].endswith(line)), (None, None))
+    settled = sum(e["label"] in ("positive", "negative", "no-effect") for e in mine)
+    print(f"\n`--granularity function` ({a['experiments']} experiments, {len(mine)} units, {settled} settled): "
+          f"the unit holding {line} ({function or '?'}) is "
+          + (f"#{rank} {unit['label']} ({unit['experiments']} exps), predicted @50% "
+             f"{common.prediction(unit, 0.5)[0]:+.1%} vs the line's own truth {truth:+.1%} (the unit is larger)"
+             if unit else "not among the units"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

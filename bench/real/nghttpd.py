@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""nghttpd (nghttp2 1.52) under h2load, with injected work of known cost
+(bench/real/README.md).
+
+Debian's nghttp2 source is fetched, patched and built -O2 -g (CMake):
+- `respond`: a busy loop of COZ_INJECT_RESPOND iterations in
+  prepare_response, on every request's path;
+- a progress point `response` where each stream closes.
+The truth is h2load's requests/s for each variant in interleaved rounds;
+the profiles are default-mode `coz run`s of the full variant, and one run
+with the progress point given as `--progress FILE:LINE` (a hardware
+breakpoint, no source change) checks that it works on this server.
+
+    bench/real/nghttpd.py [--work DIR] [--rounds N] [--truth-seconds S]
+                          [--profile-seconds S] [--runs N]
+"""
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import common
+from common import log
+
+PORT = 21412
+LOAD = ["-c", "4", "-m", "10", "-t", "1"]
+
+
+def prepare(work):
+    common.need_packages("libev-dev", "libc-ares-dev", "libssl-dev", "zlib1g-dev", "libevent-dev", "libjansson-dev")
+    src = common.debian_source("nghttp2", work)
+    common.shutil.copy(common.HERE / "inject.h", src / "src" / "inject.h")
+    server = src / "src" / "HttpServer.cc"
+    common.insert_after(server, '#include "HttpServer.h"', '#include "inject.h"\n#include <coz.h>')
+    common.insert_after(server, "  auto reqpath = stream->header.path;",
+                        "  static unsigned long coz_respond_iters = coz_inject_iters(\"COZ_INJECT_RESPOND\");\n"
+                        "  COZ_INJECT_SPIN(coz_respond_iters); /* @inject:respond */",
+                        within="void prepare_response(Stream *stream, Http2Handler *hd,")
+    common.insert_after(server, "  auto hd = static_cast<Http2Handler *>(user_data);",
+                        '  COZ_PROGRESS_NAMED("response");', within="int on_stream_close_callback(")
+    build = src / "build-coz"
+    build.mkdir(exist_ok=True)
+    if not (build / "build.ninja").exists():
+        log("configuring nghttp2 -O2 -g")
+        flags = f"-O2 -g -I{common.REPO / 'include'}"
+        subprocess.run(["cmake", "..", "-G", "Ninja", "-DCMAKE_BUILD_TYPE=None", f"-DCMAKE_C_FLAGS={flags}",
+                        f"-DCMAKE_CXX_FLAGS={flags}", "-DENABLE_APP=ON", "-DENABLE_PYTHON_BINDINGS=OFF",
+                        "-DENABLE_EXAMPLES=OFF", "-DENABLE_HPACK_TOOLS=OFF"], cwd=build, check=True,
+                       stdout=subprocess.DEVNULL)
+    log("building nghttpd and h2load")
+    subprocess.run(["ninja", "nghttpd", "h2load"], cwd=build, check=True, stdout=subprocess.DEVNULL)
+    docroot = work / "www"
+    docroot.mkdir(exist_ok=True)
+    (docroot / "index.html").write_bytes(bytes(range(256)) * 16)  # 4 KiB
+    return (build / "src" / "nghttpd", build / "src" / "h2load", docroot, common.line_of(server, "@inject:respond"),
+            common.line_of(server, 'COZ_PROGRESS_NAMED("response")'))
+
+
+def serve(binary, docroot, env, wrapper=()):
+    return common.Server([*wrapper, binary, "--no-tls", "-n", "2", "-d", docroot, str(PORT)], env, ready_port=PORT)
+
+
+def load_rate(h2load, seconds):
+    out = subprocess.run([h2load, *LOAD, "-D", str(seconds), f"http://127.0.0.1:{PORT}/index.html"], check=True,
+                         capture_output=True, text=True).stdout
+    line = next(l for l in out.splitlines() if l.startswith("finished in"))
+    return float(line.split(",")[1].split()[0])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", type=Path, default=common.REPO / "build-bench" / "real")
+    ap.add_argument("--respond-iters", type=int, default=20000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--truth-seconds", type=float, default=6)
+    ap.add_argument("--profile-seconds", type=float, default=60)
+    ap.add_argument("--runs", type=int, default=2)
+    args = ap.parse_args()
+    nghttpd, h2load, docroot, respond_line, close_line = prepare(args.work)
+    full = {"COZ_INJECT_RESPOND": str(args.respond_iters)}
+    variants = {"full": full, "respond halved": {"COZ_INJECT_RESPOND": str(args.respond_iters // 2)},
+                "respond removed": {"COZ_INJECT_RESPOND": "0"}}
+
+    log(f"truth: {args.rounds} interleaved rounds of {args.truth_seconds} s per variant")
+
+    def measure(name):
+        server = serve(nghttpd, docroot, variants[name])
+        try:
+            return load_rate(h2load, args.truth_seconds)
+        finally:
+            server.stop()
+
+    rates = common.interleaved(list(variants), args.rounds, measure)
+    rate = {v: common.median(r) for v, r in rates.items()}
+
+    def profile(path, *options):
+        path.unlink(missing_ok=True)
+        server = serve(nghttpd, docroot, full, wrapper=common.coz("run", "-o", path, *options, "---"))
+        try:
+            load_rate(h2load, args.profile_seconds)
+        finally:
+            status, err = server.stop()
+        return status, err
+
+    profiles = []
+    for run in range(args.runs):
+        path = args.work / f"nghttpd-{run + 1}.coz"
+        log(f"profile run {run + 1}/{args.runs}: {args.profile_seconds} s under load")
+        profile(path)
+        profiles.append(path)
+    bp_path = args.work / "nghttpd-breakpoint.coz"
+    log("profile with --progress (a hardware breakpoint at the stream close)")
+    bp_status, bp_err = profile(bp_path, "--progress", close_line)
+
+    print("## nghttpd 1.52.0, `-n 2`, h2load `-c 4 -m 10`\n")
+    print(f"Throughput, median of {args.rounds} interleaved rounds of {args.truth_seconds:g} s:\n")
+    common.table(["variant", "requests/s", "rounds"],
+                 [[v, f"{rate[v]:.0f}", " ".join(f"{x:.0f}" for x in rates[v])] for v in variants])
+    truths = {0.5: common.speedup(rate["full"], rate["respond halved"]),
+              1.0: common.speedup(rate["full"], rate["respond removed"])}
+    rows, tops = [], []
+    for name, files in [(f"run {i + 1}", [p]) for i, p in enumerate(profiles)] + [("both runs", profiles)]:
+        effects = common.report(files)["effects"]
+        rank, effect = common.rank_among(effects, "response", respond_line)
+        tops.append(common.settled_top(effects, "response"))
+        for at, truth in truths.items():
+            if effect is None:
+                rows.append([name, f"@{at:.0%}", "not profiled", "-", f"{truth:+.1%}", "-", "miss"])
+                continue
+            predicted, source = common.prediction(effect, at)
+            error = None if predicted is None else (predicted - truth) * 100
+            ok = error is not None and abs(error) <= 5 and rank == 1 and effect["label"] == "positive"
+            rows.append([name, f"@{at:.0%}", f"#{rank} {effect['label']} ({effect['experiments']} exps)",
+                         "-" if predicted is None else f"{predicted:+.1%} ({source})", f"{truth:+.1%}",
+                         "-" if error is None else f"{error:+.1f}", "pass" if ok else "miss"])
+    print(f"\nInjected line: {respond_line}. Predictions from default-mode profiles "
+          f"({args.runs} runs of {args.profile_seconds:g} s):\n")
+    common.table(["profile", "line speedup", "rank, verdict", "predicted", "actual", "error (points)", "target"], rows)
+    agree = set(tops[0]) & set(tops[1]) if len(tops) > 2 else set()
+    print(f"\nSettled lines, run 1: {tops[0] or 'none'}; run 2: {tops[1] if len(tops) > 2 else '-'}; "
+          f"in both: {len(agree)}")
+    bp = common.report([bp_path])
+    bp_rank, bp_effect = common.rank_among(bp["effects"], close_line, respond_line)
+    counted = next((e for e in bp["effects"] if e["line"].endswith(close_line)), None)
+    print(f"\n`--progress {close_line}`: server exit status {bp_status} (-15: ended by the SIGTERM it was sent, as without the profiler), "
+          f"{bp['experiments']} experiments, runtime record: {'yes' if bp['runtime_ns'] > 0 else 'no'}; "
+          f"injected line #{bp_rank} {bp_effect['label'] if bp_effect else '-'}; samples on the counted line: "
+          f"{counted['samples'] if counted else 0}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
