@@ -117,6 +117,20 @@ def wait_for_port(port, proc, seconds=30):
     sys.exit(f"nothing listens on port {port} after {seconds} s")
 
 
+def arguments(doc, **iterations):
+    """The options every script takes, plus one `--NAME-iters` per injected loop (NAME=default)."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--work", type=Path, default=REPO / "build-bench" / "real")
+    for name, default in iterations.items():
+        ap.add_argument(f"--{name}-iters", type=int, default=default)
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved truth rounds per variant")
+    ap.add_argument("--truth-seconds", type=float, default=4)
+    ap.add_argument("--profile-seconds", type=float, default=45)
+    ap.add_argument("--runs", type=int, default=2, help="default-mode profiles")
+    return ap.parse_args()
+
+
 def interleaved(variants, rounds, measure):
     """Runs measure(variant) round-robin; returns {variant: [rates]}."""
     rates = {v: [] for v in variants}

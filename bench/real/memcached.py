@@ -15,10 +15,8 @@ variant. Prints markdown tables; exit 0 (the rows say pass or miss).
     bench/real/memcached.py [--work DIR] [--rounds N] [--truth-seconds S]
                             [--profile-seconds S] [--runs N]
 """
-import argparse
 import subprocess
 import sys
-from pathlib import Path
 
 import common
 from common import log
@@ -71,15 +69,7 @@ def load_rate(load, seconds):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", type=Path, default=common.REPO / "build-bench" / "real")
-    ap.add_argument("--get-iters", type=int, default=20000)
-    ap.add_argument("--off-iters", type=int, default=20000)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--truth-seconds", type=float, default=6)
-    ap.add_argument("--profile-seconds", type=float, default=60)
-    ap.add_argument("--runs", type=int, default=2)
-    args = ap.parse_args()
+    args = common.arguments(__doc__, get=20000, off=20000)
     src, binary, load, get_line, off_line = prepare(args.work)
     full = {"COZ_INJECT_GET": str(args.get_iters), "COZ_INJECT_OFF": str(args.off_iters)}
     variants = {

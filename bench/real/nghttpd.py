@@ -14,10 +14,8 @@ breakpoint, no source change) checks that it works on this server.
     bench/real/nghttpd.py [--work DIR] [--rounds N] [--truth-seconds S]
                           [--profile-seconds S] [--runs N]
 """
-import argparse
 import subprocess
 import sys
-from pathlib import Path
 
 import common
 from common import log
@@ -61,21 +59,14 @@ def serve(binary, docroot, env, wrapper=()):
 
 
 def load_rate(h2load, seconds):
-    out = subprocess.run([h2load, *LOAD, "-D", str(seconds), f"http://127.0.0.1:{PORT}/index.html"], check=True,
+    out = subprocess.run([h2load, *LOAD, "-D", f"{seconds:g}", f"http://127.0.0.1:{PORT}/index.html"], check=True,
                          capture_output=True, text=True).stdout
     line = next(l for l in out.splitlines() if l.startswith("finished in"))
     return float(line.split(",")[1].split()[0])
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", type=Path, default=common.REPO / "build-bench" / "real")
-    ap.add_argument("--respond-iters", type=int, default=20000)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--truth-seconds", type=float, default=6)
-    ap.add_argument("--profile-seconds", type=float, default=60)
-    ap.add_argument("--runs", type=int, default=2)
-    args = ap.parse_args()
+    args = common.arguments(__doc__, respond=20000)
     nghttpd, h2load, docroot, respond_line, close_line = prepare(args.work)
     full = {"COZ_INJECT_RESPOND": str(args.respond_iters)}
     variants = {"full": full, "respond halved": {"COZ_INJECT_RESPOND": str(args.respond_iters // 2)},
