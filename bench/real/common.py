@@ -181,6 +181,27 @@ def settled_top(effects, point, n=5):
     return [e["line"] for e in effects if e["point"] == point and e["label"] in ("positive", "negative")][:n]
 
 
+def retest_with_fixed_line(lines, point, profile_once, work, prefix, seconds):
+    """Issue 13's third run: each line labelled "speeds up" in the default-mode
+    runs is profiled again alone (`--fixed-line LINE --fixed-speedup 50`);
+    prints its default-mode and its fixed-line prediction at 50%.
+    `profile_once(path, *options)` runs the loaded server under coz."""
+    rows = []
+    for i, line in enumerate(lines, 1):
+        path = work / f"{prefix}-fixed-{i}.coz"
+        path.unlink(missing_ok=True)
+        log(f"re-test of {line} with --fixed-line ({seconds:g} s)")
+        profile_once(path, "--fixed-line", line, "--fixed-speedup", "50")
+        effects = report([path])["effects"]
+        effect = next((e for e in effects if e["point"] == point and e["line"] == line), None)
+        predicted = prediction(effect, 0.5)[0] if effect else None
+        rows.append([line.rsplit("/", 1)[-1], effect["label"] if effect else "-",
+                     f"{effect['experiments']}" if effect else "0",
+                     "-" if predicted is None else f"{predicted:+.1%}"])
+    print("\nEvery line labelled \"speeds up\" above, re-tested alone (`--fixed-line LINE --fixed-speedup 50`):\n")
+    table(["line", "verdict", "exps", "predicted @50%"], rows)
+
+
 def table(header, rows):
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     line = lambda r: "| " + " | ".join(str(x).ljust(w) for x, w in zip(r, widths)) + " |"

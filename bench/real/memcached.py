@@ -153,6 +153,16 @@ def main():
     agree = set(tops[0]) & set(tops[1]) if len(tops) > 2 else set()
     print(f"\nSettled lines (speed up or slow down), run 1: {tops[0] or 'none'}; run 2: "
           f"{tops[1] if len(tops) > 2 else '-'}; in both: {len(agree)}")
+    def profile_once(path, *options):
+        server = serve(binary, full, wrapper=common.coz("run", "-o", path, *options, "---"))
+        try:
+            load_rate(load, args.profile_seconds)
+        finally:
+            server.stop()
+
+    positives = sorted({e["line"] for e in common.report(profiles)["effects"]
+                        if e["point"] == "response" and e["label"] == "positive"})
+    common.retest_with_fixed_line(positives, "response", profile_once, args.work, "memcached", args.profile_seconds)
     function_granularity(fn_path, get_line, truths["get @50%"])
     return 0
 

@@ -130,6 +130,9 @@ def main():
     agree = set(tops[0]) & set(tops[1]) if len(tops) > 2 else set()
     print(f"\nSettled lines, run 1: {tops[0] or 'none'}; run 2: {tops[1] if len(tops) > 2 else '-'}; "
           f"in both: {len(agree)}")
+    positives = sorted({e["line"] for e in common.report(profiles)["effects"]
+                        if e["point"] == "response" and e["label"] == "positive"})
+    common.retest_with_fixed_line(positives, "response", profile, args.work, "nghttpd", args.profile_seconds)
     bp = common.report([bp_path])
     bp_rank, bp_effect = common.rank_among(bp["effects"], close_line, respond_line)
     counted = next((e for e in bp["effects"] if e["line"].endswith(close_line)), None)

@@ -16,7 +16,10 @@ namespace {
 
 ProfileWriter::SamplingTotals sampling_totals(const SamplingStats& stats, uint64_t period_ns) {
   ProfileWriter::SamplingTotals t;
-  t.period_ns = period_ns;  // counted samples are one per configured period (counted_in_profile)
+  // Counted samples are one per configured period (counted_in_profile); not
+  // so for CPU-time timers, which fire on the scheduler tick: there, how much
+  // CPU time a sample stands for is unknown, and no coverage is claimed.
+  if (!timer_sampling()) t.period_ns = period_ns;
   t.cpu_time_ns = sys::process_cpu_ns();
   t.samples = stats.samples.load(std::memory_order_relaxed);
   t.in_scope = t.samples - std::min(t.samples, stats.unattributed.load(std::memory_order_relaxed));

@@ -300,7 +300,7 @@ void report_coverage(const Runtime& rt) {
   // Start-up (the line map, the frame tables) dominates a very short run.
   constexpr uint64_t minimum_cpu_for_coverage_warning_ns = 1'000'000'000;
   uint64_t cpu_ns = sys::process_cpu_ns();
-  if (cpu_ns == 0 || !rt.sampling_enabled) return;
+  if (cpu_ns == 0 || !rt.sampling_enabled || timer_sampling()) return;  // timers: see sampling_totals
   uint64_t samples = rt.stats.samples.load();
   uint64_t in_scope = samples - std::min(samples, rt.stats.unattributed.load());
   double share = static_cast<double>(in_scope) * static_cast<double>(rt.config.sample_period_ns) /

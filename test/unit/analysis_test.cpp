@@ -18,6 +18,7 @@
 #include "analysis_json.h"
 #include "compare.h"
 #include "profile.h"
+#include "verdicts.h"
 
 namespace coz::analysis {
 namespace {
@@ -393,23 +394,32 @@ TEST(Intervals, LatencyDispersionUsesArrivals) {
 }
 
 TEST(Intervals, LabelsAndExperimentsNeeded) {
-  // Clearly positive: +50% at 50%, noisy (phi about 6); und.c: +3% from one
-  // experiment, its impact's half-width about 10% -> undecided.
+  // Clearly positive: +50% at 50% over 12 experiments, noisy (phi about 6);
+  // und.c: +3% from one experiment, its impact's half-width about 10% ->
+  // undecided. So is the same +50% line on 4 experiments: too few for a verdict.
   ProfileBuilder b;
   for (uint64_t v : {900, 1100, 950, 1050}) b.experiment("pos.c:1", 0.0, 100 * ms).visits("p", v);
-  for (uint64_t v : {1900, 2100, 1950, 2050}) b.experiment("pos.c:1", 0.5, 100 * ms).visits("p", v);
+  for (int i = 0; i < 3; ++i) {
+    for (uint64_t v : {1900, 2100, 1950, 2050}) b.experiment("pos.c:1", 0.5, 100 * ms).visits("p", v);
+  }
+  for (uint64_t v : {1900, 2100, 1950, 2050}) b.experiment("thin.c:1", 0.5, 100 * ms).visits("p", v);
   b.experiment("und.c:1", 0.5, 100 * ms).visits("p", 1030);
   Analysis a = analyze(b.get());
   const LineEffect* pos = find(a, "pos.c:1");
   EXPECT_EQ(pos->label, Label::Positive);
   EXPECT_EQ(pos->experiments_needed, 0u);
+  const LineEffect* thin = find(a, "thin.c:1");
+  EXPECT_GT(thin->impact_low, 0.0);
+  EXPECT_EQ(thin->label, Label::Undecided) << "4 measured experiments: no verdict";
+  EXPECT_GE(thin->experiments_needed.value_or(0), 6u) << "at least the 6 it lacks";
   const LineEffect* und = find(a, "und.c:1");
   ASSERT_EQ(und->label, Label::Undecided) << und->impact << " +- " << z95 * und->impact_se;
-  double half = z95 * und->impact_se;
-  double qe = half / std::abs(und->impact), qh = half / settle_half_width;
+  // Section 7: excluding 0 at the level of the next BH discovery (m = 3 tested, R = 1),
+  // or settling within +-h; and at least the 9 measured experiments it lacks.
+  double zn = upper_quantile_approx((2 * false_discovery_rate) / (2.0 * 3));
+  double qe = zn * und->impact_se / std::abs(und->impact), qh = z95 * und->impact_se / settle_half_width;
   double f = std::min(qe * qe, qh * qh);
-  EXPECT_EQ(und->experiments_needed, static_cast<uint64_t>(std::ceil(1 * (f - 1))));
-  EXPECT_GE(*und->experiments_needed, 1u);
+  EXPECT_EQ(und->experiments_needed, std::max<uint64_t>(static_cast<uint64_t>(std::ceil(1 * (f - 1))), 9u));
 }
 
 TEST(Intervals, NoEffectNeedsANarrowIntervalAroundZero) {
@@ -418,7 +428,7 @@ TEST(Intervals, NoEffectNeedsANarrowIntervalAroundZero) {
     b.experiment("flat.c:1", 0.0, 100 * ms).visits("p", 10000 + (i % 2) * 50);
     b.experiment("flat.c:1", 0.5, 100 * ms).visits("p", 10000 + (i % 2) * 50);
   }
-  b.experiment("neg.c:1", 0.5, 100 * ms).visits("p", 5000);
+  for (int i = 0; i < 10; ++i) b.experiment("neg.c:1", 0.5, 100 * ms).visits("p", 5000 + (i % 2) * 50);
   Analysis a = analyze(b.get());
   EXPECT_EQ(find(a, "flat.c:1")->label, Label::NoEffect);
   EXPECT_LE(find(a, "flat.c:1")->impact_low, 0.0);

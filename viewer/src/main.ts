@@ -408,6 +408,15 @@ function calleeNote(c: Callee | null): HTMLElement | null {
   );
 }
 
+/** "↳ lines: a.c:12 61%, a.c:14 20%" under a function unit (coz run --granularity function); null for a line. */
+function unitLinesNote(e: LineEffect, a: Analysis): HTMLElement | null {
+  if (!e.function || e.samples === 0 || a.profile.lines.some((l) => l.location === e.line)) return null;
+  const inside = a.profile.lines.filter((l) => l.function === e.function).slice(0, 3); // sorted by samples
+  if (inside.length === 0) return null;
+  const text = inside.map((l) => `${shortLocation(l.location).short} ${((l.samples / e.samples) * 100).toFixed(0)}%`);
+  return h("div", { class: "callee", title: "the lines of this function with the most samples" }, `↳ lines: ${text.join(", ")}`);
+}
+
 /** For a tooltip: the line's top callee, also when it holds less than half of its samples. */
 const calleeTitle = (c: Callee | null) => (c ? `\n${(c.share * 100).toFixed(0)}% of its sampled call stacks in ${c.function} [${c.library}]` : "");
 
@@ -489,6 +498,7 @@ function card(e: LineEffect, rank: number, p: PointSummary | undefined): HTMLEle
     ),
     e.function ? h("div", { class: "fn" }, e.function) : null,
     calleeNote(e.callee),
+    state.analysis ? unitLinesNote(e, state.analysis) : null,
     h(
       "div",
       { class: "body" },

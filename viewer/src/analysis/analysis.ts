@@ -390,6 +390,16 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
   return { points: summaries, effects };
 }
 
+/** §9: for FILE:FUNCTION without a samples record, the longest FUNCTION some location's function= names; "" otherwise. */
+export function functionOfUnit(profile: Profile, name: string): string {
+  let best = "";
+  for (const fn of profile.functions.values()) {
+    if (fn.length <= best.length || name.length <= fn.length) continue;
+    if (name.endsWith(fn) && name[name.length - fn.length - 1] === ":") best = fn;
+  }
+  return best;
+}
+
 export function analyze(profile: Profile, options: AnalysisOptions = {}): Analysis {
   const mode = options.baseline ?? "pooled";
   const only = options.point ?? "";
@@ -401,8 +411,14 @@ export function analyze(profile: Profile, options: AnalysisOptions = {}): Analys
   const totalSamples = conv.total_samples;
   for (const e of effects) {
     e.samples = profile.samples.get(e.line) ?? 0;
-    e.sample_share = totalSamples > 0 ? e.samples / totalSamples : 0;
     e.function = profile.functions.get(e.line) ?? "";
+    const unit = profile.samples.has(e.line) ? "" : functionOfUnit(profile, e.line);
+    if (unit !== "") {
+      // §9: a function unit (coz run --granularity function) has all the samples of its function's lines.
+      e.function = unit;
+      for (const [location, fn] of profile.functions) if (fn === unit) e.samples += profile.samples.get(location) ?? 0;
+    }
+    e.sample_share = totalSamples > 0 ? e.samples / totalSamples : 0;
     e.callee = conv.callees.get(e.line) ?? null;
   }
 
