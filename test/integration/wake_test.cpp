@@ -75,17 +75,24 @@ class WakeTest : public ::testing::Test {
   void expect_right_payers(const std::map<std::string, Rounds>& kinds) {
     ASSERT_EQ(kinds.size(), 24u) << "every kind must report";
     int outside_paid = 0;
+    int program_paid = 0;
     for (const auto& [kind, rounds] : kinds) {
       ASSERT_EQ(rounds.total, 16) << kind;
       if (kind.rfind("outside_", 0) == 0) {
         outside_paid += rounds.paid;
         EXPECT_GE(rounds.paid, 1) << kind << ": woken from outside, it must pay what accrued while it slept";
       } else {
-        // One round in 16 may straddle an experiment's start (its debt is
-        // then forgiven or not, by timing): no more.
-        EXPECT_LE(rounds.paid, 1) << kind << ": woken by a thread of the program, it must claim the waker's credit";
+        // A round may straddle an experiment's start (its debt is then
+        // forgiven or not, by timing), or be slowed by the machine: a kind
+        // paid in 0 or 1 of its 16 rounds here, once 2 (readv_pipe, timer
+        // fallback, in a fresh-clone run). The bug this guards against paid
+        // in 5 to 12 rounds of every kind.
+        EXPECT_LE(rounds.paid, 2) << kind << ": woken by a thread of the program, it must claim the waker's credit";
+        program_paid += rounds.paid;
       }
     }
+    EXPECT_LE(program_paid, 8) << "woken by a thread of the program, waiters must claim the waker's credit "
+                                  "(of 21 kinds x 16 rounds)";
     EXPECT_GE(outside_paid, 10) << "woken from outside, waiters must pay what accrued while they slept";
   }
 
