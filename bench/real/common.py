@@ -168,6 +168,17 @@ def prediction(effect, at=0.5):
     return None, "none"
 
 
+def prediction_row(profile, what, rank, effect, at, truth, passes):
+    """One row of a predicted-vs-actual table; passes(error) says pass or miss."""
+    if effect is None:
+        return [profile, what, "not profiled", "-", f"{truth:+.1%}", "-", "pass" if passes(None) else "miss"]
+    predicted, source = prediction(effect, at)
+    error = None if predicted is None else (predicted - truth) * 100
+    return [profile, what, f"#{rank or '-'} {effect['label']} ({effect['experiments']} exps)",
+            "-" if predicted is None else f"{predicted:+.1%} ({source})", f"{truth:+.1%}",
+            "-" if error is None else f"{error:+.1f}", "pass" if passes(error) else "miss"]
+
+
 def rank_among(effects, point, line):
     """(rank among the point's effects, the effect) of LINE, or (None, None)."""
     mine = [e for e in effects if e["point"] == point]

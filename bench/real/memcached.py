@@ -134,19 +134,13 @@ def main():
         tops.append(common.settled_top(effects, "response"))
         for label, effect, at, truth in (("get", get, 0.5, truths["get @50%"]), ("get", get, 1.0, truths["get @100%"]),
                                          ("off", off, 1.0, truths["off @100%"])):
-            if effect is None:
-                rows.append([name, f"{label} @{at:.0%}", "not profiled", "-", f"{truth:+.1%}", "-", "miss"])
-                continue
-            predicted, source = common.prediction(effect, at)
-            error = None if predicted is None else (predicted - truth) * 100
             if label == "off":  # the target: never labelled "speeds up" (its prediction may rest on 1-3 exps)
-                ok = effect["label"] != "positive"
+                passes = lambda error, e=off: e is None or e["label"] != "positive"
+                rows.append(common.prediction_row(name, f"off @{at:.0%}", None, effect, at, truth, passes))
             else:
-                ok = error is not None and abs(error) <= 5 and rank == 1 and effect["label"] == "positive"
-            rows.append([name, f"{label} @{at:.0%}",
-                         f"#{rank if label == 'get' else '-'} {effect['label']} ({effect['experiments']} exps)",
-                         "-" if predicted is None else f"{predicted:+.1%} ({source})", f"{truth:+.1%}",
-                         "-" if error is None else f"{error:+.1f}", "pass" if ok else "miss"])
+                passes = lambda error: (error is not None and abs(error) <= 5 and rank == 1
+                                        and get["label"] == "positive")
+                rows.append(common.prediction_row(name, f"get @{at:.0%}", rank, effect, at, truth, passes))
     print(f"\nInjected lines: get = {get_line}, off = {off_line}. Predictions from default-mode profiles "
           f"({args.runs} runs of {args.profile_seconds:g} s):\n")
     common.table(["profile", "line", "rank, verdict", "predicted", "actual", "error (points)", "target"], rows)

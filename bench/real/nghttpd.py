@@ -115,15 +115,9 @@ def main():
         rank, effect = common.rank_among(effects, "response", respond_line)
         tops.append(common.settled_top(effects, "response"))
         for at, truth in truths.items():
-            if effect is None:
-                rows.append([name, f"@{at:.0%}", "not profiled", "-", f"{truth:+.1%}", "-", "miss"])
-                continue
-            predicted, source = common.prediction(effect, at)
-            error = None if predicted is None else (predicted - truth) * 100
-            ok = error is not None and abs(error) <= 5 and rank == 1 and effect["label"] == "positive"
-            rows.append([name, f"@{at:.0%}", f"#{rank} {effect['label']} ({effect['experiments']} exps)",
-                         "-" if predicted is None else f"{predicted:+.1%} ({source})", f"{truth:+.1%}",
-                         "-" if error is None else f"{error:+.1f}", "pass" if ok else "miss"])
+            passes = lambda error: (error is not None and abs(error) <= 5 and rank == 1
+                                    and effect["label"] == "positive")
+            rows.append(common.prediction_row(name, f"@{at:.0%}", rank, effect, at, truth, passes))
     print(f"\nInjected line: {respond_line}. Predictions from default-mode profiles "
           f"({args.runs} runs of {args.profile_seconds:g} s):\n")
     common.table(["profile", "line speedup", "rank, verdict", "predicted", "actual", "error (points)", "target"], rows)
