@@ -560,9 +560,14 @@ function renderConventional() {
     // The causal verdict of each hot line, for its best-ranked point.
     const best = new Map<string, LineEffect>();
     for (const e of a.effects) if (!best.has(e.line)) best.set(e.line, e);
+    // Under --granularity function the experiments are on functions: a line shows its function's verdict.
+    const locations = new Set(conv.lines.map((l) => l.location));
+    const unitOf = new Map<string, LineEffect>();
+    for (const e of a.effects) if (e.function && !locations.has(e.line) && !unitOf.has(e.function)) unitOf.set(e.function, e);
     if (conv.lines.length === 0) return panel.append(h("p", { class: "muted" }, "No samples in this profile."));
     const rows = conv.lines.slice(0, limit(conv.lines.length)).flatMap((l, i) => {
-      const e = best.get(l.location);
+      const unit = best.has(l.location) ? undefined : unitOf.get(l.function);
+      const e = best.get(l.location) ?? unit;
       const { short, dir } = shortLocation(l.location, 14);
       const hotUseless = e && l.share >= hotShare && (e.label === "no-effect" || e.label === "negative");
       // The callee note gets a row of its own, across the table: function names are long.
@@ -579,7 +584,11 @@ function renderConventional() {
           l.function ? h("div", { class: "fn" }, l.function) : null,
         ),
         h("td", { class: "num" }, share(l.share), bar(l.share)),
-        h("td", { class: "num" }, e && e.measured ? h("span", { class: `impact-${e.label}` }, pct(e.impact)) : h("span", { class: "muted" }, e ? "not measured" : "no experiments")),
+        h(
+          "td",
+          { class: "num", title: unit ? `the verdict of its function, ${unit.function} (--granularity function)` : undefined },
+          e && e.measured ? h("span", { class: `impact-${e.label}` }, pct(e.impact), unit ? " (fn)" : "") : h("span", { class: "muted" }, e ? "not measured" : "no experiments"),
+        ),
       );
       if (!note) return [row];
       return [row, h("tr", { class: `callee-row ${hotUseless ? "hot-useless-row" : ""}`.trim() }, h("td", {}), h("td", { colspan: 3 }, note))];
