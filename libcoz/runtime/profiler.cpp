@@ -412,6 +412,7 @@ void Profiler::shutdown() {
   write_new_samples();
   rt_.writer.write_sampling(sampling_totals(rt_.stats, rt_.config.sample_period_ns));
   rt_.writer.write_runtime(sys::monotonic_ns() - rt_.start_ns);
+  if (shutdown_requested_.load(std::memory_order_acquire) && signal_report_) signal_report_();
   shut_down_.store(true, std::memory_order_release);
 }
 

@@ -27,6 +27,9 @@ class Profiler {
   /// From a signal handler (async-signal-safe): has the profiler thread run
   /// shutdown(), and waits up to `timeout_ns` for it to finish.
   void shutdown_from_signal(uint64_t timeout_ns);
+  /// Runs `report` on the profiler thread after a shutdown_from_signal()'s
+  /// records, before the signal handler lets the process end.
+  void after_signal_shutdown(void (*report)()) { signal_report_ = report; }
 
  private:
   struct Running {
@@ -74,6 +77,7 @@ class Profiler {
   FutexLock lock_;  // guards running_ against shutdown() from the exiting thread
   std::atomic<bool> shutdown_requested_{false};  // by shutdown_from_signal
   std::atomic<bool> shut_down_{false};           // shutdown() has written the last records
+  void (*signal_report_)() = nullptr;            // after_signal_shutdown
   Running running_;
   std::atomic<bool> stopping_{false};
   uint64_t quiet_drain_ns_;  // longest sleep in a quiet run (drain_unsignalled_rings)

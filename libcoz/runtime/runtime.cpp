@@ -47,6 +47,9 @@ bool g_warn_if_never_in_scope = false;  // the launched program, with -b globs t
 ProgressPoints* g_points = nullptr;
 Profiler* g_profiler = nullptr;
 
+void summarize_run(const Runtime& rt);
+void summarize_after_exit_signal();
+
 std::string read_link(const char* path) {
   char buf[4096];
   ssize_t n = readlink(path, buf, sizeof buf - 1);
@@ -177,6 +180,7 @@ void on_fork_child() {
     if (rt->sampling_enabled) start_sampling(*t, rt->config);
   }
   g_profiler = new Profiler(*rt);  // the parent's profiler thread does not exist here
+  g_profiler->after_signal_shutdown(&summarize_after_exit_signal);
   if (!g_profiler->start()) g_profiler = nullptr;
 }
 
@@ -266,6 +270,7 @@ void start() {
   register_current_thread(rt->ledger.global());
   pthread_atfork(nullptr, nullptr, &on_fork_child);
   g_profiler = new Profiler(*rt);
+  g_profiler->after_signal_shutdown(&summarize_after_exit_signal);
   if (!g_profiler->start()) g_profiler = nullptr;
   install_exit_signal_handlers(&finish_profile_for_exit_signal);
 }
@@ -313,6 +318,12 @@ void report_coverage(const Runtime& rt) {
   }
 }
 
+/// After a terminating signal's stand-in handler had the profile finished
+/// (exit_signals.h), on the profiler thread: the summary stop() would give.
+void summarize_after_exit_signal() {
+  if (const Runtime* rt = g_runtime.load(std::memory_order_acquire)) summarize_run(*rt);
+}
+
 void stop() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
@@ -323,6 +334,13 @@ void stop() {
     return;
   }
   if (g_profiler) g_profiler->shutdown();
+  summarize_run(*rt);
+}
+
+/// What the run saw, at its end: `-v`'s counts, and the warnings about what
+/// the profile cannot see.
+void summarize_run(const Runtime& rt_ref) {
+  const Runtime* rt = &rt_ref;
   if (!rt->config.fixed_line.empty() && !rt->fixed_line.load()) {
     log::warn("--fixed-line {}: no code at that line was loaded in the binaries in scope", rt->config.fixed_line);
   }

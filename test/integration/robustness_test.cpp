@@ -631,6 +631,24 @@ TEST_F(RobustnessTest, SighupMidExperiment) {
   expect_runtime_record(profile_path());
 }
 
+// `coz run -v` ended by Ctrl-C: the summary a normal exit prints (samples,
+// stack walks, CPU-time coverage) is printed too, before the program dies of
+// its signal.
+TEST_F(RobustnessTest, SigintStillPrintsTheVerboseSummary) {
+  const std::vector<std::string> argv = {COZ_EXE, "run", "-v", "-o", profile_path(), "---", ENDINGS_EXE, "--forever",
+                                         "--ms", "300"};
+  Running running = start_process(argv, scratch_, "killed");
+  ASSERT_TRUE(running.error.empty()) << running.error;
+  const bool ready = wait_for_output(running, "ready", std::chrono::seconds(30));
+  if (ready) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  kill(running.pid, SIGINT);
+  const ProcessResult result = finish_process(running);
+  ASSERT_TRUE(ready) << describe(result);
+  EXPECT_EQ(result.term_signal, SIGINT) << describe(result);
+  EXPECT_NE(result.err.find("CPU time attributed to lines"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find(" samples, "), std::string::npos) << result.err;
+}
+
 TEST_F(RobustnessTest, SigkillMidExperiment) {
   kill_mid_experiment(scratch_, profile_path(), SIGKILL);
   whole_profile();
