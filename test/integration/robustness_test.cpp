@@ -1003,6 +1003,7 @@ TEST_F(RobustnessTest, FunctionGranularitySpeedsUpWholeFunctions) {
   ASSERT_NE(unit, a.effects.end());
   EXPECT_GT(unit->samples, 0u) << "a function unit has the samples of its lines";
   EXPECT_NE(unit->function.find("long_work"), std::string::npos);
+  EXPECT_TRUE(unit->function_unit);
   const ProcessResult report = run_process({COZ_EXE, "report", profile_path()}, scratch_);
   EXPECT_NE(report.out.find("↳ lines:"), std::string::npos) << report.out;
 }

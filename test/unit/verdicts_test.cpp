@@ -31,10 +31,8 @@ LineEffect tested_effect(const std::string& line, double impact, double se, uint
 }
 
 PointSummary decide_all(std::vector<LineEffect>& effects) {
-  std::vector<LineEffect*> family;
-  for (LineEffect& e : effects) family.push_back(&e);
   PointSummary point;
-  decide(family, point);
+  decide(effects, point);
   return point;
 }
 

@@ -345,14 +345,14 @@ def analyze(prof, halves=True):
             mine = sorted((b, c) for (l, b), c in cells.items() if l == line)
             eff = dict(line=line, point=name, kind=kind, experiments=sum(c["n"] for _, c in mine),
                        samples=prof["samples"].get(line, 0), function=prof["functions"].get(line, ""),
-                       callee=top_callees.get(line),
+                       callee=top_callees.get(line), function_unit=False,
                        impact=0.0, impact_se=NAN, impact_low=NAN, impact_high=NAN, slope=NAN, slope_se=NAN,
                        slope_low=NAN, slope_high=NAN, max_effect=0.0, experiments_needed=None,
                        measured_experiments=0, p_value=None, adjusted_low=None, adjusted_high=None,
                        measured=False, baseline="none", baseline_ns=NAN, curve=[], label="unmeasured")
             unit = function_of_unit(prof, line)
             if unit:  # section 9: a function unit gets all the samples of its function's lines
-                eff["function"] = unit
+                eff["function"], eff["function_unit"] = unit, True
                 eff["samples"] = sum(prof["samples"][l] for l, f in prof["functions"].items() if f == unit)
             eff["sample_share"] = eff["samples"] / total if total > 0 else 0.0
             effects.append(eff)

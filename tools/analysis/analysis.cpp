@@ -215,6 +215,7 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
       double x = static_cast<double>(cell.x);
       est.se = r * std::sqrt(phi * (1.0 / x + 1.0 / x0));
       measured.push_back({est.line_speedup, est.program_speedup, r, x});
+      eff.measured_experiments += cell.n;
     } else {
       est.se = nan;  // this cell is part of the pooled baseline: not independent of it
     }
@@ -237,9 +238,6 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
     eff.slope_high = slope.value + z95 * slope.se;
     eff.max_effect = -std::numeric_limits<double>::infinity();
     for (const Measured& p : measured) eff.max_effect = std::max(eff.max_effect, p.delta);
-    for (const SpeedupEstimate& est : eff.curve) {
-      if (est.line_speedup > 0.0) eff.measured_experiments += est.experiments;
-    }
   }
   if (!eff.measured) eff.label = Label::Unmeasured;  // decide() labels the rest, over the whole point
   return eff;
@@ -291,9 +289,7 @@ CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, 
     for (const auto& [cell_key, cell] : d.cells) lines.insert(cell_key.first);
     std::vector<LineEffect> all;
     for (const std::string& line : lines) all.push_back(make_effect(line, key, d, options));
-    std::vector<LineEffect*> family;
-    for (LineEffect& eff : all) family.push_back(&eff);
-    decide(family, summary);
+    decide(all, summary);
     result.points.push_back(summary);
 
     if (!options.point.empty() && key.first != options.point) continue;
@@ -377,6 +373,7 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
       eff.samples = it->second;
     } else if (std::string unit = function_of_unit(profile, eff.line); !unit.empty()) {
       eff.function = unit;  // a function unit (coz run --granularity function): all the lines of the function
+      eff.function_unit = true;
       for (const auto& [location, function] : profile.functions) {
         if (function != unit) continue;
         if (auto s = profile.samples.find(location); s != profile.samples.end()) eff.samples += s->second;

@@ -89,6 +89,7 @@ struct LineEffect {
   uint64_t samples = 0;       // samples attributed to the line (conventional profile)
   double sample_share = 0.0;  // samples / all samples, 0..1
   std::string function;       // from `samples function=`; empty when unknown
+  bool function_unit = false; // the unit of `function` (coz run --granularity function), not a line
   std::optional<Callee> callee;  // where its stack samples mostly continue; none without callee frames
   bool measured = false;      // the curve has a point at s > 0
   BaselineSource baseline = BaselineSource::None;

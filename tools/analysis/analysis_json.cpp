@@ -185,6 +185,7 @@ void effect(Json& j, const LineEffect& e) {
   j.field("adjusted_low", e.adjusted_low).field("adjusted_high", e.adjusted_high);
   j.newline(5);
   j.field("samples", e.samples).field("sample_share", e.sample_share).field("function", e.function);
+  j.field("function_unit", e.function_unit);
   j.newline(5);
   callee(j, e.callee);
   j.newline(5);

@@ -409,13 +409,10 @@ class Writer {
 
   // "     ↳ lines: a.c:12 61%, a.c:14 20%" under a function unit (coz run --granularity function).
   void unit_lines_row(const LineEffect& e) {
-    if (e.function.empty() || e.samples == 0) return;
-    const auto& lines = a_.profile.lines;  // sorted by samples, most first
-    auto is_line = [&](const LineSamples& l) { return l.location == e.line; };
-    if (std::any_of(lines.begin(), lines.end(), is_line)) return;  // a line, not a unit
+    if (!e.function_unit || e.samples == 0) return;
     std::string text = std::string(rank_width + 2, ' ') + "↳ lines:";
     size_t shown = 0;
-    for (const LineSamples& l : lines) {
+    for (const LineSamples& l : a_.profile.lines) {  // sorted by samples, most first
       if (l.function != e.function || shown == max_unit_lines) continue;
       std::string_view where = l.location;  // the file's base name is enough under its function
       where.remove_prefix(where.rfind('/') == std::string_view::npos ? 0 : where.rfind('/') + 1);

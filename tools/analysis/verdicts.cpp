@@ -122,17 +122,17 @@ double upper_quantile_approx(double q) {
   return -lower;
 }
 
-void decide(std::vector<LineEffect*>& effects, PointSummary& point) {
+void decide(std::vector<LineEffect>& effects, PointSummary& point) {
   // An undefined dispersion leaves every impact_se NaN: nothing is tested.
   std::vector<double> eligible_p;
   uint64_t m = 0;
-  for (LineEffect* e : effects) {
-    e->p_value = nan;
-    e->adjusted_low = e->adjusted_high = nan;
-    if (!tested(*e)) continue;
+  for (LineEffect& e : effects) {
+    e.p_value = nan;
+    e.adjusted_low = e.adjusted_high = nan;
+    if (!tested(e)) continue;
     ++m;
-    e->p_value = p_value(e->impact, e->impact_se);
-    if (eligible(*e)) eligible_p.push_back(e->p_value);
+    e.p_value = p_value(e.impact, e.impact_se);
+    if (eligible(e)) eligible_p.push_back(e.p_value);
   }
   std::sort(eligible_p.begin(), eligible_p.end());
   // Benjamini-Hochberg: the largest k with p_(k) <= k * alpha / m.
@@ -153,13 +153,13 @@ void decide(std::vector<LineEffect*>& effects, PointSummary& point) {
   double z_next = m > 0 ? upper_quantile_approx((static_cast<double>(discoveries + 1) * false_discovery_rate) /
                                                 (2.0 * static_cast<double>(m)))
                         : z95;
-  for (LineEffect* e : effects) {
-    bool discovery = eligible(*e) && e->p_value <= cutoff;
+  for (LineEffect& e : effects) {
+    bool discovery = eligible(e) && e.p_value <= cutoff;
     if (discovery) {
-      e->adjusted_low = e->impact - point.adjusted_z * e->impact_se;
-      e->adjusted_high = e->impact + point.adjusted_z * e->impact_se;
+      e.adjusted_low = e.impact - point.adjusted_z * e.impact_se;
+      e.adjusted_high = e.impact + point.adjusted_z * e.impact_se;
     }
-    set_label(*e, discovery, z_next);
+    set_label(e, discovery, z_next);
   }
 }
 

@@ -23,7 +23,7 @@ double upper_quantile_approx(double q);
 
 /// Labels, p-values and adjusted intervals for `effects`, all the effects of
 /// one progress point (before any filtering); fills the point's summary.
-void decide(std::vector<LineEffect*>& effects, PointSummary& point);
+void decide(std::vector<LineEffect>& effects, PointSummary& point);
 
 /// Section 8's order: label group, then a conservative bound.
 bool ranks_before(const LineEffect& a, const LineEffect& b);

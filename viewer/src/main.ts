@@ -410,7 +410,7 @@ function calleeNote(c: Callee | null): HTMLElement | null {
 
 /** "↳ lines: a.c:12 61%, a.c:14 20%" under a function unit (coz run --granularity function); null for a line. */
 function unitLinesNote(e: LineEffect, a: Analysis): HTMLElement | null {
-  if (!e.function || e.samples === 0 || a.profile.lines.some((l) => l.location === e.line)) return null;
+  if (!e.function_unit || e.samples === 0) return null;
   const inside = a.profile.lines.filter((l) => l.function === e.function).slice(0, 3); // sorted by samples
   if (inside.length === 0) return null;
   const text = inside.map((l) => `${shortLocation(l.location).short} ${((l.samples / e.samples) * 100).toFixed(0)}%`);
@@ -561,9 +561,8 @@ function renderConventional() {
     const best = new Map<string, LineEffect>();
     for (const e of a.effects) if (!best.has(e.line)) best.set(e.line, e);
     // Under --granularity function the experiments are on functions: a line shows its function's verdict.
-    const locations = new Set(conv.lines.map((l) => l.location));
     const unitOf = new Map<string, LineEffect>();
-    for (const e of a.effects) if (e.function && !locations.has(e.line) && !unitOf.has(e.function)) unitOf.set(e.function, e);
+    for (const e of a.effects) if (e.function_unit && !unitOf.has(e.function)) unitOf.set(e.function, e);
     if (conv.lines.length === 0) return panel.append(h("p", { class: "muted" }, "No samples in this profile."));
     const rows = conv.lines.slice(0, limit(conv.lines.length)).flatMap((l, i) => {
       const unit = best.has(l.location) ? undefined : unitOf.get(l.function);

@@ -55,6 +55,7 @@ export interface LineEffect {
   samples: number;
   sample_share: number;
   function: string;
+  function_unit: boolean; // §9: the unit of `function` (coz run --granularity function), not a line
   callee: Callee | null; // where its stack samples mostly continue; null without callee frames
   measured: boolean;
   baseline: BaselineSource;
@@ -236,6 +237,7 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
     samples: 0,
     sample_share: 0,
     function: "",
+    function_unit: false,
     callee: null,
     measured: false,
     baseline: "none",
@@ -416,6 +418,7 @@ export function analyze(profile: Profile, options: AnalysisOptions = {}): Analys
     if (unit !== "") {
       // §9: a function unit (coz run --granularity function) has all the samples of its function's lines.
       e.function = unit;
+      e.function_unit = true;
       for (const [location, fn] of profile.functions) if (fn === unit) e.samples += profile.samples.get(location) ?? 0;
     }
     e.sample_share = totalSamples > 0 ? e.samples / totalSamples : 0;
