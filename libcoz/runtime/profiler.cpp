@@ -22,7 +22,7 @@ ProfileWriter::SamplingTotals sampling_totals(const SamplingStats& stats, uint64
   if (!timer_sampling()) t.period_ns = period_ns;
   t.cpu_time_ns = sys::process_cpu_ns();
   t.samples = stats.samples.load(std::memory_order_relaxed);
-  t.in_scope = t.samples - std::min(t.samples, stats.unattributed.load(std::memory_order_relaxed));
+  t.in_scope = stats.in_scope();
   t.lost = stats.lost.load(std::memory_order_relaxed);
   for (size_t i = 0; i < std::size(stats.unwind_stops); ++i) {
     auto stop = static_cast<UnwindStop>(i);

@@ -306,9 +306,7 @@ void report_coverage(const Runtime& rt) {
   constexpr uint64_t minimum_cpu_for_coverage_warning_ns = 1'000'000'000;
   uint64_t cpu_ns = sys::process_cpu_ns();
   if (cpu_ns == 0 || !rt.sampling_enabled || timer_sampling()) return;  // timers: see sampling_totals
-  uint64_t samples = rt.stats.samples.load();
-  uint64_t in_scope = samples - std::min(samples, rt.stats.unattributed.load());
-  double share = static_cast<double>(in_scope) * static_cast<double>(rt.config.sample_period_ns) /
+  double share = static_cast<double>(rt.stats.in_scope()) * static_cast<double>(rt.config.sample_period_ns) /
                  static_cast<double>(cpu_ns);
   log::info("CPU time attributed to lines: {:.1f}% of {:.2f} s", share * 100.0, cpu_ns / 1e9);
   if (share < 0.5 && cpu_ns >= minimum_cpu_for_coverage_warning_ns) {
@@ -339,26 +337,25 @@ void stop() {
 
 /// What the run saw, at its end: `-v`'s counts, and the warnings about what
 /// the profile cannot see.
-void summarize_run(const Runtime& rt_ref) {
-  const Runtime* rt = &rt_ref;
-  if (!rt->config.fixed_line.empty() && !rt->fixed_line.load()) {
-    log::warn("--fixed-line {}: no code at that line was loaded in the binaries in scope", rt->config.fixed_line);
+void summarize_run(const Runtime& rt) {
+  if (!rt.config.fixed_line.empty() && !rt.fixed_line.load()) {
+    log::warn("--fixed-line {}: no code at that line was loaded in the binaries in scope", rt.config.fixed_line);
   }
   log::info("{} samples, {} outside the scope, {} lost; threads paused {:.1f} ms in all",
-            rt->stats.samples.load(), rt->stats.unattributed.load(), rt->stats.lost.load(),
-            rt->ledger.total_paused() / 1e6);
+            rt.stats.samples.load(), rt.stats.unattributed.load(), rt.stats.lost.load(),
+            rt.ledger.total_paused() / 1e6);
   std::string walks;
-  for (size_t i = 0; i < std::size(rt->stats.unwind_stops); ++i) {
-    uint64_t n = rt->stats.unwind_stops[i].load();
+  for (size_t i = 0; i < std::size(rt.stats.unwind_stops); ++i) {
+    uint64_t n = rt.stats.unwind_stops[i].load();
     if (n > 0) walks += fmt::format("{}{} {}", walks.empty() ? "" : ", ", n, unwind_stop_name(static_cast<UnwindStop>(i)));
   }
   if (!walks.empty()) log::info("stack walks: {}", walks);
   if (kernel_sampling()) {
-    log::info("of which in system calls: {} samples, {} outside the scope, {} lost", rt->stats.kernel_samples.load(),
-              rt->stats.unattributed_kernel.load(), rt->stats.lost_kernel.load());
+    log::info("of which in system calls: {} samples, {} outside the scope, {} lost", rt.stats.kernel_samples.load(),
+              rt.stats.unattributed_kernel.load(), rt.stats.lost_kernel.load());
   }
-  warn_if_kernel_time_unsampled(*rt);
-  report_coverage(*rt);
+  warn_if_kernel_time_unsampled(rt);
+  report_coverage(rt);
 }
 
 // Runs before the program's own constructors (preloaded libraries are

@@ -2,6 +2,7 @@
 // destroyed (threads may still take samples while the process exits).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -36,6 +37,12 @@ struct SamplingStats {
   /// Counted samples by why their stack walk ended (UnwindStop); Outermost
   /// also counts walks that found as many in-scope frames as a stack keeps.
   std::atomic<uint64_t> unwind_stops[5] = {};
+
+  /// Counted samples attributed to an in-scope line.
+  uint64_t in_scope() const {
+    uint64_t all = samples.load(std::memory_order_relaxed);
+    return all - std::min(all, unattributed.load(std::memory_order_relaxed));
+  }
 
   /// Every count back to zero (a forked child's counts start afresh).
   void reset() {
