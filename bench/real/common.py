@@ -131,6 +131,19 @@ def arguments(doc, **iterations):
     return ap.parse_args()
 
 
+def profile_under_load(path, start, run_load, *options):
+    """A fresh profile at PATH: `start(wrapper)` starts the server under
+    `coz run -o PATH OPTIONS ---`, `run_load()` loads it, then SIGTERM.
+    Returns the server's (status, stderr)."""
+    path.unlink(missing_ok=True)
+    server = start(coz("run", "-o", path, *options, "---"))
+    try:
+        run_load()
+    finally:
+        status, err = server.stop()
+    return status, err
+
+
 def interleaved(variants, rounds, measure):
     """Runs measure(variant) round-robin; returns {variant: [rates]}."""
     rates = {v: [] for v in variants}

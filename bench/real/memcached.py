@@ -91,28 +91,20 @@ def main():
     rates = common.interleaved(list(variants), args.rounds, measure)
     rate = {v: common.median(r) for v, r in rates.items()}
 
+    def profile_once(path, *options):
+        start = lambda wrapper: serve(binary, full, wrapper=wrapper)
+        status, err = common.profile_under_load(path, start, lambda: load_rate(load, args.profile_seconds), *options)
+        if status not in (0, -15):
+            log(f"memcached under coz ended with {status}: {err[-500:]}")
+
     profiles = []
     for run in range(args.runs):
-        path = args.work / f"memcached-{run + 1}.coz"
-        path.unlink(missing_ok=True)
         log(f"profile run {run + 1}/{args.runs}: {args.profile_seconds} s under load")
-        server = serve(binary, full, wrapper=common.coz("run", "-o", path, "---"))
-        try:
-            load_rate(load, args.profile_seconds)
-        finally:
-            status, err = server.stop()
-        if status != 0:
-            log(f"memcached under coz ended with {status}: {err[-500:]}")
-        profiles.append(path)
-
+        profiles.append(args.work / f"memcached-{run + 1}.coz")
+        profile_once(profiles[-1])
     log("profile run with --granularity function")
     fn_path = args.work / "memcached-function.coz"
-    fn_path.unlink(missing_ok=True)
-    server = serve(binary, full, wrapper=common.coz("run", "-o", fn_path, "--granularity", "function", "---"))
-    try:
-        load_rate(load, args.profile_seconds)
-    finally:
-        server.stop()
+    profile_once(fn_path, "--granularity", "function")
 
     print(f"## memcached 1.6.18, `-t 2`, {CONNECTIONS} connections, 9 gets in 10\n")
     print(f"Throughput, median of {args.rounds} interleaved rounds of {args.truth_seconds:g} s:\n")
@@ -147,13 +139,6 @@ def main():
     agree = set(tops[0]) & set(tops[1]) if len(tops) > 2 else set()
     print(f"\nSettled lines (speed up or slow down), run 1: {tops[0] or 'none'}; run 2: "
           f"{tops[1] if len(tops) > 2 else '-'}; in both: {len(agree)}")
-    def profile_once(path, *options):
-        server = serve(binary, full, wrapper=common.coz("run", "-o", path, *options, "---"))
-        try:
-            load_rate(load, args.profile_seconds)
-        finally:
-            server.stop()
-
     positives = sorted({e["line"] for e in common.report(profiles)["effects"]
                         if e["point"] == "response" and e["label"] == "positive"})
     common.retest_with_fixed_line(positives, "response", profile_once, args.work, "memcached", args.profile_seconds)

@@ -85,13 +85,8 @@ def main():
     rate = {v: common.median(r) for v, r in rates.items()}
 
     def profile(path, *options):
-        path.unlink(missing_ok=True)
-        server = serve(nghttpd, docroot, full, wrapper=common.coz("run", "-o", path, *options, "---"))
-        try:
-            load_rate(h2load, args.profile_seconds)
-        finally:
-            status, err = server.stop()
-        return status, err
+        start = lambda wrapper: serve(nghttpd, docroot, full, wrapper=wrapper)
+        return common.profile_under_load(path, start, lambda: load_rate(h2load, args.profile_seconds), *options)
 
     profiles = []
     for run in range(args.runs):
