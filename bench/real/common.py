@@ -159,6 +159,24 @@ def speedup(rate_before, rate_after):
     return 1.0 - rate_before / rate_after
 
 
+def print_truths(rates, changes, resamples=2000):
+    """The truth of each change {name: (before, after)} with a 95% bootstrap
+    interval (rounds resampled with replacement, medians compared): how far
+    this machine's noise lets the truth be trusted. Returns {name: speedup}."""
+    import random
+    rng = random.Random(13)
+    rows, truths = [], {}
+    for name, (before, after) in changes.items():
+        truths[name] = speedup(median(rates[before]), median(rates[after]))
+        boot = sorted(speedup(median(rng.choices(rates[before], k=len(rates[before]))),
+                              median(rng.choices(rates[after], k=len(rates[after])))) for _ in range(resamples))
+        low, high = boot[int(0.025 * resamples)], boot[int(0.975 * resamples) - 1]
+        rows.append([name, f"{before} -> {after}", f"{truths[name]:+.1%}", f"{low:+.1%} .. {high:+.1%}"])
+    print("\nThe truth (program speedup of each change, from the medians) and its 95% bootstrap interval:\n")
+    table(["truth", "variants", "actual", "95% interval"], rows)
+    return truths
+
+
 def coz(*args):
     return [str(REPO / "build" / "bin" / "coz"), *map(str, args)] if not os.environ.get("COZ") else \
         [os.environ["COZ"], *map(str, args)]

@@ -110,11 +110,8 @@ def main():
     print(f"Throughput, median of {args.rounds} interleaved rounds of {args.truth_seconds:g} s:\n")
     common.table(["variant", "requests/s", "rounds"],
                  [[v, f"{rate[v]:.0f}", " ".join(f"{x:.0f}" for x in rates[v])] for v in variants])
-    truths = {
-        "get @50%": common.speedup(rate["full"], rate["get halved"]),
-        "get @100%": common.speedup(rate["full"], rate["get removed"]),
-        "off @100%": common.speedup(rate["full"], rate["off removed"]),
-    }
+    truths = common.print_truths(rates, {"get @50%": ("full", "get halved"), "get @100%": ("full", "get removed"),
+                                         "off @100%": ("full", "off removed")})
     rows = []
     analyses = [(f"run {i + 1}", [p]) for i, p in enumerate(profiles)] + [("both runs", profiles)]
     tops = []

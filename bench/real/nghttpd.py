@@ -102,8 +102,8 @@ def main():
     print(f"Throughput, median of {args.rounds} interleaved rounds of {args.truth_seconds:g} s:\n")
     common.table(["variant", "requests/s", "rounds"],
                  [[v, f"{rate[v]:.0f}", " ".join(f"{x:.0f}" for x in rates[v])] for v in variants])
-    truths = {0.5: common.speedup(rate["full"], rate["respond halved"]),
-              1.0: common.speedup(rate["full"], rate["respond removed"])}
+    named = common.print_truths(rates, {"@50%": ("full", "respond halved"), "@100%": ("full", "respond removed")})
+    truths = {0.5: named["@50%"], 1.0: named["@100%"]}
     rows, tops = [], []
     for name, files in [(f"run {i + 1}", [p]) for i, p in enumerate(profiles)] + [("both runs", profiles)]:
         effects = common.report(files)["effects"]
