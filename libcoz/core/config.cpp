@@ -55,9 +55,12 @@ Config Config::from_environment(std::vector<std::string>& errors) {
   read_number("COZ_FIXED_SPEEDUP", c.fixed_speedup_percent, 0, 100, errors);
   if (const char* v = env("COZ_GRANULARITY")) {
     std::string_view g{v};
-    if (g == "function") c.function_granularity = true;
-    else if (g != "line") errors.push_back(fmt::format("COZ_GRANULARITY={} is not line or function", v));
+    if (g == "function") c.granularity = Config::Granularity::Function;
+    else if (g == "line") c.granularity = Config::Granularity::Line;
+    else if (g == "auto") c.granularity = Config::Granularity::Auto;
+    else errors.push_back(fmt::format("COZ_GRANULARITY={} is not line, function or auto", v));
   }
+  read_number<uint64_t>("COZ_TWO_PHASE_EXPERIMENTS", c.two_phase_experiments, 1, 1'000'000, errors);
   if (const char* v = env("COZ_END_TO_END")) c.end_to_end = std::string_view{v} != "0";
   read_number<uint64_t>("COZ_SAMPLE_PERIOD_NS", c.sample_period_ns, 10'000, 1'000'000'000, errors);
   read_number("COZ_VERBOSE", c.verbosity, 0, 3, errors);

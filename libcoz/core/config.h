@@ -21,9 +21,14 @@ struct Config {
   std::vector<std::string> latency_lines;   // COZ_LATENCY_LINES, BEGIN and END FILE:LINE, alternating
   std::string fixed_line;                   // COZ_FIXED_LINE "FILE:LINE"; empty: chosen by samples
   int fixed_speedup_percent = -1;           // COZ_FIXED_SPEEDUP 0..100; -1: random
-  /// COZ_GRANULARITY "function": a virtual speedup covers every line of the
-  /// selected line's function (LineMap::group_by_function); "line" (default): one line.
-  bool function_granularity = false;
+  /// COZ_GRANULARITY: what one virtual speedup covers. "line": one line;
+  /// "function": every line of the selected line's function
+  /// (LineMap::group_by_function); "auto" (default): functions first, then
+  /// lines inside the winners, in a large program (two_phase.h).
+  enum class Granularity { Line, Function, Auto };
+  Granularity granularity = Granularity::Auto;
+  bool function_granularity() const { return granularity == Granularity::Function; }
+  uint64_t two_phase_experiments = 150;     // COZ_TWO_PHASE_EXPERIMENTS: experiments on functions before lines (auto)
   bool end_to_end = false;                  // COZ_END_TO_END=1: one experiment for the whole run
   uint64_t sample_period_ns = 1'000'000;    // COZ_SAMPLE_PERIOD_NS: 1 ms of thread CPU time
   int verbosity = 0;                        // COZ_VERBOSE: 0 warnings, 1 info, 2 debug

@@ -351,6 +351,16 @@ size_t LineMap::group_by_function() {
   return units_.size();
 }
 
+void LineMap::ungroup() {
+  for (SourceLine& l : lines_) l.unit.store(nullptr, std::memory_order_release);
+}
+
+const SourceLine* LineMap::unit_of(const SourceLine& line) const {
+  if (line.line == 0 || line.function.empty()) return nullptr;
+  auto it = unit_of_function_.find(line.function);
+  return it == unit_of_function_.end() ? nullptr : it->second;
+}
+
 SourceLine* LineMap::find(uintptr_t address) const {
   // Signal context: no allocation, no locks, no exceptions.
   const RangeTable* table = published_.load(std::memory_order_acquire);

@@ -111,6 +111,11 @@ class LineMap {
   /// finalize(), under the same exclusion as add_object(). Returns the number
   /// of units. Static functions of the same name in two files share a unit.
   size_t group_by_function();
+  /// Undoes group_by_function: every line is its own unit again (the units
+  /// stay, so that a line still names its function's unit: unit_of()).
+  void ungroup();
+  /// The function unit of `line` (group_by_function made it), or nullptr.
+  const SourceLine* unit_of(const SourceLine& line) const;
 
   /// Every line, in the order they were added.
   const std::deque<SourceLine>& lines() const { return lines_; }

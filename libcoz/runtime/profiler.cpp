@@ -56,7 +56,8 @@ bool Profiler::wait_unless_stopping(uint64_t ns, uint64_t step_ns, bool poll_poi
 Profiler::Profiler(Runtime& rt)
     : rt_(rt),
       scheduler_(rt.config, sys::monotonic_ns() ^ static_cast<uint64_t>(sys::getpid())),
-      quiet_drain_ns_(quiet_drain_interval_ns(rt.config)) {
+      quiet_drain_ns_(quiet_drain_interval_ns(rt.config)),
+      two_phase_(TwoPhase::Limits{.function_experiments = rt.config.two_phase_experiments}) {
   start_line_choice();  // in a forked child: the parent's samples are not this process's
 }
 
@@ -153,6 +154,7 @@ void Profiler::run() {
       ended = end(result);
     }
     if (ended) {
+      two_phase_.record(result);
       rt_.writer.write_experiment(result);
       write_new_samples();
     }
@@ -208,9 +210,53 @@ SourceLine* Profiler::choose_line() {
   choice_base_.resize(lines.size(), 0);  // lines of libraries loaded since: all their samples are new
   std::vector<uint64_t> fresh(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) fresh[i] = lines[i].samples.load(std::memory_order_relaxed) - choice_base_[i];
+  apply_two_phase(fresh);
   size_t chosen = scheduler_.choose_line(fresh);
   // A line is chosen in proportion to its samples, so a function unit is in proportion to all of its lines'.
   return chosen == ExperimentScheduler::no_line ? nullptr : lines[chosen].experiment_unit();
+}
+
+void Profiler::apply_two_phase(std::vector<uint64_t>& fresh) {
+  if (rt_.config.granularity != Config::Granularity::Auto) return;
+  auto& lines = rt_.lines.lines();
+  if (two_phase_.phase() == TwoPhase::Phase::Undecided) {
+    uint64_t total = 0;
+    size_t sampled = 0;
+    for (const SourceLine& l : lines) {
+      uint64_t n = l.samples.load(std::memory_order_relaxed);
+      total += n;
+      sampled += n > 0;
+    }
+    two_phase_.observe_samples(total, sampled);
+    if (two_phase_.phase() == TwoPhase::Phase::Functions) {
+      log::info("two-phase: {} lines have samples: experiments on functions first", sampled);
+    }
+  }
+  if (two_phase_.phase() == TwoPhase::Phase::Functions) {
+    rt_.lines.group_by_function();  // again each time: libraries loaded since have new lines
+    two_phase_grouped_ = true;
+    return;
+  }
+  if (two_phase_grouped_) {  // the first phase just ended
+    rt_.lines.ungroup();
+    two_phase_grouped_ = false;
+    for (const std::string& line : two_phase_.summary()) log::info("two-phase: {}", line);
+    const std::vector<std::string>& winners = two_phase_.winners();
+    if (winners.empty()) {
+      log::info("two-phase: no function stands out: experiments on every line");
+    } else {
+      log::info("two-phase: experiments on the lines of {}", fmt::join(winners, ", "));
+      two_phase_lines_.assign(lines.size(), false);
+      for (size_t i = 0; i < lines.size(); ++i) {
+        const SourceLine* unit = rt_.lines.unit_of(lines[i]);
+        two_phase_lines_[i] = unit && std::find(winners.begin(), winners.end(), unit->name()) != winners.end();
+      }
+    }
+  }
+  if (two_phase_lines_.empty()) return;
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    if (i >= two_phase_lines_.size() || !two_phase_lines_[i]) fresh[i] = 0;  // later lines: in no winner
+  }
 }
 
 /// Experiments sample `delay_sampling_rate` times as often. Each sample in the selected line pauses the other threads by

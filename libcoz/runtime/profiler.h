@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "experiment.h"
+#include "two_phase.h"
 #include "runtime.h"
 #include "futex_lock.h"
 
@@ -49,6 +50,10 @@ class Profiler {
   void start_line_choice();
   /// A line chosen in proportion to its samples since start_line_choice; nullptr if none yet.
   SourceLine* choose_line();
+  /// --granularity auto (two_phase.h): groups lines into functions in the
+  /// first phase; in the second, leaves in `fresh` only the samples of the
+  /// winners' lines. Caller holds the line map's lock.
+  void apply_two_phase(std::vector<uint64_t>& fresh);
   SourceLine* wait_for_fixed_line();
   bool program_gone() const;
   void begin(SourceLine* line, double speedup);
@@ -82,6 +87,9 @@ class Profiler {
   std::atomic<bool> stopping_{false};
   uint64_t quiet_drain_ns_;  // longest sleep in a quiet run (drain_unsignalled_rings)
   std::vector<uint64_t> choice_base_;  // each line's samples when the choice window started (by index)
+  TwoPhase two_phase_;
+  bool two_phase_grouped_ = false;    // the line map is grouped by function (first phase)
+  std::vector<bool> two_phase_lines_;  // second phase: which lines (by index) the winners hold; empty: all
 };
 
 }  // namespace coz

@@ -123,7 +123,7 @@ size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
               found.lines, found.inlined_ranges, found.ranges);
   }
   rt.lines.finalize();
-  if (rt.config.function_granularity) log::info("function granularity: {} functions", rt.lines.group_by_function());
+  if (rt.config.function_granularity()) log::info("function granularity: {} functions", rt.lines.group_by_function());
   log::info("line map: {} objects in scope, {} lines, built in {:.1f} ms", objects, rt.lines.lines().size(),
             (sys::monotonic_ns() - t0) / 1e6);
   // Every object, in scope or not: walks cross the others to reach the line that called them.

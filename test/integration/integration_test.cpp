@@ -194,6 +194,55 @@ TEST_F(IntegrationTest, EndToEndWritesOneExperiment) {
   EXPECT_EQ(end_to_end->delta, 1u);
 }
 
+// --granularity auto (the default; docs/granularity.md). many_functions has
+// 66 hot lines: after its first 1,000 samples, experiments select whole
+// functions; once COZ_TWO_PHASE_EXPERIMENTS of them have run, lines again,
+// but only those of the functions that stood out. `bottleneck` is half of
+// each round (a 100% speedup of it doubles the rate, +100%; each of the 64
+// others, ~1%), so it must be the only winner, on a quiet machine or a busy one.
+TEST_F(IntegrationTest, TwoPhaseTestsFunctionsThenTheWinnersLines) {
+  setenv("COZ_TWO_PHASE_EXPERIMENTS", "60", 1);
+  const ProcessResult process =
+      coz_run(profile_path(), {"-v"}, {MANY_FUNCTIONS_EXE, "-n", std::to_string(scaled(25000))}, scratch_);
+  unsetenv("COZ_TWO_PHASE_EXPERIMENTS");
+  ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
+  EXPECT_NE(process.err.find("experiments on functions first"), std::string::npos) << process.err;
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile) << "no profile written";
+  const std::string bottleneck_line = marked_line("many_functions.c", "bottleneck");
+  // In file order: line experiments (before the size was judged), then
+  // function units, then lines of the winner.
+  enum class Stage { Before, Functions, Lines } stage = Stage::Before;
+  size_t functions = 0, winner_lines = 0, other_lines = 0;
+  for (const analysis::Experiment& e : profile->experiments) {
+    const bool unit = e.selected.ends_with(":bottleneck") || e.selected.find(".c:f") != std::string::npos;
+    if (unit) {
+      EXPECT_NE(stage, Stage::Lines) << "a function unit after the line phase began: " << e.selected;
+      stage = Stage::Functions;
+      ++functions;
+    } else if (stage != Stage::Before) {
+      stage = Stage::Lines;
+      (location_matches(e.selected, bottleneck_line) ? winner_lines : other_lines) += 1;
+    }
+  }
+  EXPECT_EQ(functions, 60u) << describe_experiments(*profile);
+  EXPECT_GE(winner_lines, 10u) << process.err << describe_experiments(*profile);
+  EXPECT_EQ(other_lines, 0u) << process.err << describe_experiments(*profile);
+}
+
+// A small program (a handful of hot lines) keeps line experiments throughout.
+TEST_F(IntegrationTest, TwoPhaseLeavesASmallProgramToLines) {
+  const ProcessResult process = coz_run(profile_path(), {}, {TWO_THREADS_EXE, "-n", std::to_string(scaled(150))}, scratch_);
+  ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile) << "no profile written";
+  ASSERT_FALSE(profile->experiments.empty());
+  for (const analysis::Experiment& e : profile->experiments) {
+    const std::string tail = e.selected.substr(e.selected.rfind(':') + 1);
+    EXPECT_TRUE(!tail.empty() && std::all_of(tail.begin(), tail.end(), ::isdigit)) << e.selected;
+  }
+}
+
 // --------------------------------------------------------------------------
 // pipeline: producer (0.15 ms/item) -> queue of 16 -> consumer (0.45 ms/item).
 // The consumer bounds throughput: s on consume_work gives min(s, 2/3) (at 50%:

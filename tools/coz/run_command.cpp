@@ -176,8 +176,9 @@ int run_main(int argc, char** argv) {
       ("fixed-speedup", po::value<int>(), "use this virtual speedup, in percent (0-100), in every experiment but the 0% baselines")
       ("end-to-end", "run one experiment over the whole run (no progress point needed; run many times)")
       ("granularity", po::value<std::string>(),
-       "line (default) or function: what one experiment speeds up (a function covers all its lines, "
-       "inlined callees included; fewer candidates settle sooner)")
+       "auto (default), line or function: what one experiment speeds up (a function covers all its lines, "
+       "inlined callees included; fewer candidates settle sooner). auto: in a program with many sampled lines, "
+       "functions first, then the lines of the functions that matter")
       ("period", po::value<std::string>(), "sampling period in thread CPU time, e.g. 1ms, 500us (default 1ms)")
       ("verbose,v", "print what the runtime does");
 
@@ -245,7 +246,9 @@ int run_main(int argc, char** argv) {
   if (vm.count("end-to-end")) setenv("COZ_END_TO_END", "1", 1);
   if (vm.count("granularity")) {
     const auto& g = vm["granularity"].as<std::string>();
-    if (g != "line" && g != "function") return fail(fmt::format("--granularity {}: expected line or function", g));
+    if (g != "line" && g != "function" && g != "auto") {
+      return fail(fmt::format("--granularity {}: expected auto, line or function", g));
+    }
     setenv("COZ_GRANULARITY", g.c_str(), 1);
   }
   if (vm.count("period")) {
