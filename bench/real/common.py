@@ -211,11 +211,16 @@ def prediction_row(profile, what, rank, effect, at, truth, passes):
 
 
 def rank_among(effects, point, line):
-    """(rank among the point's effects, the effect) of LINE, or (None, None)."""
+    """(rank, effect) of LINE among the point's effects, or (None, None).
+    The rank is that of the line or of its function's unit (--granularity
+    auto or function), whichever comes first; the effect is the line's own
+    when it has one, else its function's."""
     mine = [e for e in effects if e["point"] == point]
+    own = next((e for e in mine if e["line"].endswith(line) and not e.get("function_unit")), None)
+    function = own["function"] if own else None
     for i, e in enumerate(mine, 1):
-        if e["line"].endswith(line):
-            return i, e
+        if e is own or (function and e.get("function_unit") and e["function"] == function):
+            return i, own or e
     return None, None
 
 
