@@ -249,6 +249,31 @@ def retest_with_fixed_line(lines, point, profile_once, work, prefix, seconds):
     table(["line", "verdict", "exps", "predicted @50%"], rows)
 
 
+def positive_lines(profiles, point):
+    """Lines (not function units) labelled "speeds up" by the profiles together: the --fixed-line re-tests."""
+    return sorted({e["line"] for e in report(profiles)["effects"]
+                   if e["point"] == point and e["label"] == "positive" and not e.get("function_unit")})
+
+
+def granularity_comparison(runs, point, line):
+    """Which granularity settles the program fastest (issue 13): for each
+    {name: profile} of the same length, the candidates tested, how many were
+    settled, and how the injected LINE (or its function) fared."""
+    rows = []
+    for name, path in runs.items():
+        a = report([path])
+        mine = [e for e in a["effects"] if e["point"] == point]
+        units = sum(1 for e in mine if e.get("function_unit"))
+        settled = [e for e in mine if e["label"] in ("positive", "negative", "no-effect")]
+        rank, effect = rank_among(a["effects"], point, line)
+        rows.append([name, a["experiments"], f"{len(mine) - units} lines, {units} functions",
+                     f"{len(settled)} ({sum(e['experiments'] for e in settled)} exps)",
+                     f"#{rank} {effect['label']} ({effect['experiments']} exps)" if effect else "-"])
+    print("\nWhich granularity settles fastest (one run each, same length; settled = speeds up, slows down or "
+          "no effect):\n")
+    table(["run", "experiments", "candidates tested", "settled", "injected line (or its function)"], rows)
+
+
 def table(header, rows):
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     line = lambda r: "| " + " | ".join(str(x).ljust(w) for x, w in zip(r, widths)) + " |"

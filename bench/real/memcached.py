@@ -102,9 +102,11 @@ def main():
         log(f"profile run {run + 1}/{args.runs}: {args.profile_seconds} s under load")
         profiles.append(args.work / f"memcached-{run + 1}.coz")
         profile_once(profiles[-1])
-    log("profile run with --granularity function")
-    fn_path = args.work / "memcached-function.coz"
-    profile_once(fn_path, "--granularity", "function")
+    modes = {}
+    for mode in ("line", "function"):
+        modes[mode] = args.work / f"memcached-{mode}.coz"
+        log(f"profile run with --granularity {mode}")
+        profile_once(modes[mode], "--granularity", mode)
 
     print(f"## memcached 1.6.18, `-t 2`, {CONNECTIONS} connections, 9 gets in 10\n")
     print(f"Throughput, median of {args.rounds} interleaved rounds of {args.truth_seconds:g} s:\n")
@@ -136,26 +138,11 @@ def main():
     agree = set(tops[0]) & set(tops[1]) if len(tops) > 2 else set()
     print(f"\nSettled lines (speed up or slow down), run 1: {tops[0] or 'none'}; run 2: "
           f"{tops[1] if len(tops) > 2 else '-'}; in both: {len(agree)}")
-    positives = sorted({e["line"] for e in common.report(profiles)["effects"]
-                        if e["point"] == "response" and e["label"] == "positive"})
+    common.granularity_comparison({"auto (default), run 1": profiles[0], "line": modes["line"],
+                                   "function": modes["function"]}, "response", get_line)
+    positives = common.positive_lines(profiles, "response")
     common.retest_with_fixed_line(positives, "response", profile_once, args.work, "memcached", args.profile_seconds)
-    function_granularity(fn_path, get_line, truths["get @50%"])
     return 0
-
-
-def function_granularity(path, line, truth):
-    """The unit holding LINE in a --granularity function profile: its rank, verdict, prediction."""
-    a = common.report([path])
-    function = next((l["function"] for l in a["profile"]["lines"] if l["location"].endswith(line)), "")
-    mine = [e for e in a["effects"] if e["point"] == "response"]
-    rank, unit = next(((i, e) for i, e in enumerate(mine, 1) if function and e["function"] == function
-                       and not e["line"].endswith(line)), (None, None))
-    settled = sum(e["label"] in ("positive", "negative", "no-effect") for e in mine)
-    print(f"\n`--granularity function` ({a['experiments']} experiments, {len(mine)} units, {settled} settled): "
-          f"the unit holding {line} ({function or '?'}) is "
-          + (f"#{rank} {unit['label']} ({unit['experiments']} exps), predicted @50% "
-             f"{common.prediction(unit, 0.5)[0]:+.1%} vs the line's own truth {truth:+.1%} (the unit is larger)"
-             if unit else "not among the units"))
 
 
 if __name__ == "__main__":

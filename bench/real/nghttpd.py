@@ -94,6 +94,11 @@ def main():
         log(f"profile run {run + 1}/{args.runs}: {args.profile_seconds} s under load")
         profile(path)
         profiles.append(path)
+    modes = {}
+    for mode in ("line", "function"):
+        modes[mode] = args.work / f"nghttpd-{mode}.coz"
+        log(f"profile run with --granularity {mode}")
+        profile(modes[mode], "--granularity", mode)
     bp_path = args.work / "nghttpd-breakpoint.coz"
     log("profile with --progress (a hardware breakpoint at the stream close)")
     bp_status, bp_err = profile(bp_path, "--progress", close_line)
@@ -119,8 +124,9 @@ def main():
     agree = set(tops[0]) & set(tops[1]) if len(tops) > 2 else set()
     print(f"\nSettled lines, run 1: {tops[0] or 'none'}; run 2: {tops[1] if len(tops) > 2 else '-'}; "
           f"in both: {len(agree)}")
-    positives = sorted({e["line"] for e in common.report(profiles)["effects"]
-                        if e["point"] == "response" and e["label"] == "positive"})
+    common.granularity_comparison({"auto (default), run 1": profiles[0], "line": modes["line"],
+                                   "function": modes["function"]}, "response", respond_line)
+    positives = common.positive_lines(profiles, "response")
     common.retest_with_fixed_line(positives, "response", profile, args.work, "nghttpd", args.profile_seconds)
     bp = common.report([bp_path])
     bp_rank, bp_effect = common.rank_among(bp["effects"], close_line, respond_line)

@@ -85,6 +85,12 @@ def main():
         profiles.append(args.work / f"sqlite-{run + 1}.coz")
         profile_once(profiles[-1])
 
+    modes = {}
+    for mode in ("line", "function"):
+        modes[mode] = args.work / f"sqlite-{mode}.coz"
+        log(f"profile run with --granularity {mode}")
+        profile_once(modes[mode], "--granularity", mode)
+
     print(f"## SQLite {src.name.split('-')[-1]} (amalgamation, in-memory table of 200,000 rows), "
           "point queries by key, one worker thread\n")
     print(f"Throughput, median of {args.rounds} interleaved rounds of {args.truth_seconds:g} s:\n")
@@ -109,8 +115,9 @@ def main():
     agree = set(tops[0]) & set(tops[1]) if len(tops) > 2 else set()
     print(f"\nSettled lines (speed up or slow down), run 1: {tops[0] or 'none'}; run 2: "
           f"{tops[1] if len(tops) > 2 else '-'}; in both: {len(agree)}")
-    positives = sorted({e["line"] for e in common.report(profiles)["effects"]
-                        if e["point"] == "query" and e["label"] == "positive"})
+    common.granularity_comparison({"auto (default), run 1": profiles[0], "line": modes["line"],
+                                   "function": modes["function"]}, "query", query_line)
+    positives = common.positive_lines(profiles, "query")
     common.retest_with_fixed_line(positives, "query", profile_once, args.work, "sqlite", args.profile_seconds)
     return 0
 
