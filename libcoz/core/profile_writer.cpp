@@ -1,4 +1,5 @@
 #include "profile_writer.h"
+#include "descriptors.h"
 #include "sys.h"
 
 #include <fcntl.h>
@@ -22,9 +23,7 @@ std::string clean(const std::string& s) {
 }
 }  // namespace
 
-ProfileWriter::~ProfileWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
+ProfileWriter::~ProfileWriter() { descriptors::close_own(fd_); }
 
 bool ProfileWriter::open(const std::string& path, std::string& error) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -32,6 +31,9 @@ bool ProfileWriter::open(const std::string& path, std::string& error) {
     error = fmt::format("cannot open profile {}: {}", path, std::strerror(errno));
     return false;
   }
+  // Written to until the process ends, whatever descriptors the program
+  // closes and reuses meanwhile (descriptors.h).
+  fd_ = descriptors::adopt(fd_);
   return true;
 }
 
