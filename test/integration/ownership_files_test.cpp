@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -172,6 +173,132 @@ TEST_F(OwnershipTest, TheProgramKeepsItsWholeDescriptorBudgetAndItsLimit) {
     expect_same_behaviour(plain, profiled, "fd_budget under ulimit " + limit);
     whole_profile();
   }
+}
+
+// ======================================================================================
+// Files: the profile is a regular file of the user's, opened without
+// following links and never blocking; records stay whole when the disk
+// fills.
+// ======================================================================================
+
+/// The lines of `text` that contain `needle`.
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
+  std::vector<std::string> out;
+  for (const std::string& line : lines_of(text)) {
+    if (line.find(needle) != std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
+/// The program run with the runtime preloaded directly (no `coz run`, so
+/// none of its checks), the profile going to `output`.
+std::vector<std::string> preloaded(const std::string& output) {
+  return {"/usr/bin/env", std::string("LD_PRELOAD=") + COZ_RUNTIME, "COZ_OUTPUT=" + output,
+          std::string("COZ_PROGRAM=") + OWNER_WORK_EXE};
+}
+
+// `-o` naming a FIFO used to block the program before main (the runtime's
+// open waited for a reader); /dev/full lost every record silently. `coz run`
+// refuses both with one line; the runtime itself, reached without `coz run`,
+// neither blocks nor writes there, says so in one line, and the program
+// runs as usual.
+TEST_F(OwnershipTest, AnOutputThatIsNotARegularFileIsRefused) {
+  const std::string fifo = scratch_.file("fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  for (const std::string& output : {fifo, std::string("/dev/full")}) {
+    SCOPED_TRACE("-o " + output);
+    std::vector<std::string> argv = {COZ_EXE, "run", "-o", output, "---", OWNER_WORK_EXE, "--ms", "50"};
+    const ProcessResult refused = run_process(argv, scratch_, std::chrono::seconds(10));
+    EXPECT_TRUE(refused.exited && refused.exit_status == 2) << describe(refused);
+    EXPECT_EQ(lines_of(refused.err).size(), 1u) << refused.err;
+    EXPECT_NE(refused.err.find("not a regular file"), std::string::npos) << refused.err;
+    EXPECT_EQ(refused.out, "") << "the program must not run";
+
+    std::vector<std::string> direct = preloaded(output);
+    for (const std::string& a : {std::string(OWNER_WORK_EXE), std::string("--ms"), std::string("50")}) direct.push_back(a);
+    const ProcessResult ran = run_process(direct, scratch_, std::chrono::seconds(10));
+    EXPECT_TRUE(ran.exited && ran.exit_status == 0) << describe(ran);
+    EXPECT_EQ(ran.out, "owner_work done\n");
+    EXPECT_EQ(lines_with(ran.err, "not a regular file").size(), 1u) << ran.err;
+  }
+}
+
+// A full disk cut a record in the middle, and when space returned the next
+// record was glued to its first half, with nothing said. Here the profile
+// sits on a tmpfs of one page, already holding 4,056 bytes of whole
+// records: the runtime's first write is cut after 40 bytes, the ones after
+// it fail, and the file system grows 300 ms later. The runtime must say so
+// once on stderr, the cut record must end with `cut=write-failed` (the
+// reader skips it, with a warning) and every other line be a whole record.
+// Needs a mount namespace (root); skipped otherwise.
+TEST_F(OwnershipTest, AFullDiskLeavesWholeRecordsAndSaysSo) {
+  std::string filler;
+  for (int i = 0; filler.size() < 4056 - 40; ++i) filler += "runtime\ttime=0\n";  // 15 bytes each
+  filler += "runtime\ttime=" + std::string(4056 - filler.size() - 14, '0') + "\n";
+  ASSERT_EQ(filler.size(), 4056u);
+  std::ofstream(scratch_.file("filler.coz"), std::ios::binary) << filler;
+  const std::string mount_point = directory("small-disk");
+  const std::string script =
+      "mount -t tmpfs -o size=4k tmpfs \"$1\" 2>/dev/null || exit 99\n"
+      "cp \"$2\" \"$1/profile.coz\" || exit 98\n"
+      "(sleep 0.3; mount -o remount,size=1m \"$1\") &\n"
+      "\"$3\" run -o \"$1/profile.coz\" --- \"$4\" --ms 1000\n"
+      "status=$?\n"
+      "wait\n"
+      "cp \"$1/profile.coz\" \"$5\"\n"
+      "exit $status\n";
+  const ProcessResult result =
+      run_process({"/usr/bin/unshare", "-m", "/bin/sh", "-c", script, "sh", mount_point, scratch_.file("filler.coz"),
+                   COZ_EXE, OWNER_WORK_EXE, profile_path()},
+                  scratch_, std::chrono::seconds(30));
+  if (result.exited && (result.exit_status == 99 || (result.exit_status == 1 && result.out.empty() &&
+                                                      result.err.find("unshare") != std::string::npos))) {
+    GTEST_SKIP() << "no mount namespace with a small tmpfs here: " << result.err;
+  }
+  ASSERT_TRUE(result.exited && result.exit_status == 0) << describe(result);
+  EXPECT_EQ(result.out, "owner_work done\n");
+  EXPECT_EQ(lines_with(result.err, "cannot write the profile").size(), 1u)
+      << "the runtime must say once that records were lost\n" << result.err;
+
+  const std::string text = read_text(profile_path());
+  ASSERT_EQ(text.compare(0, filler.size(), filler), 0) << "the records already there must stay";
+  const std::vector<std::string> cut = lines_with(text, "cut=write-failed");
+  ASSERT_EQ(cut.size(), 1u) << "one record was cut, and its line ended\n" << text;
+  const RawProfile raw = read_raw(profile_path());
+  EXPECT_TRUE(raw.problems.empty()) << "no line glues two records:\n" << raw.problems.front();
+  EXPECT_GE(raw.count("experiment"), 1u) << "the records written once the disk had room\n" << text;
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  ASSERT_EQ(profile->warnings.size(), 1u) << "the reader skips the cut record and nothing else";
+  EXPECT_NE(profile->warnings[0].find("cut short by a failed write"), std::string::npos) << profile->warnings[0];
+
+  const ProcessResult report = run_process({COZ_EXE, "report", profile_path()}, scratch_, std::chrono::seconds(30));
+  EXPECT_TRUE(report.exited && report.exit_status == 0) << describe(report);
+  EXPECT_NE(report.err.find("cut short by a failed write"), std::string::npos) << "coz report says so\n" << report.err;
+}
+
+// A symbolic link planted where the profile goes (a shared directory) made
+// the program, maybe root's, append to any file. Neither `coz run` nor the
+// runtime follows it; the file it points to stays as it was.
+TEST_F(OwnershipTest, APlantedLinkAtTheProfileIsNotFollowed) {
+  const std::string victim = scratch_.file("victim");
+  std::ofstream(victim) << "precious\n";
+  const std::string link = scratch_.file("planted.coz");
+  ASSERT_EQ(symlink(victim.c_str(), link.c_str()), 0);
+
+  const ProcessResult refused =
+      run_process({COZ_EXE, "run", "-o", link, "---", OWNER_WORK_EXE, "--ms", "50"}, scratch_, std::chrono::seconds(10));
+  EXPECT_TRUE(refused.exited && refused.exit_status == 2) << describe(refused);
+  EXPECT_EQ(lines_of(refused.err).size(), 1u) << refused.err;
+  EXPECT_NE(refused.err.find("symbolic link"), std::string::npos) << refused.err;
+
+  std::vector<std::string> direct = preloaded(link);
+  for (const std::string& a : {std::string(OWNER_WORK_EXE), std::string("--ms"), std::string("200")}) direct.push_back(a);
+  const ProcessResult ran = run_process(direct, scratch_, std::chrono::seconds(10));
+  EXPECT_TRUE(ran.exited && ran.exit_status == 0) << describe(ran);
+  EXPECT_EQ(ran.out, "owner_work done\n");
+  EXPECT_EQ(lines_with(ran.err, "symbolic link").size(), 1u) << ran.err;
+  EXPECT_EQ(read_text(victim), "precious\n") << "the runtime wrote through the planted link";
 }
 
 }  // namespace

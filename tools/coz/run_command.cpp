@@ -96,13 +96,22 @@ std::optional<uint64_t> parse_period(const std::string& text) {
   return static_cast<uint64_t>(ns);
 }
 
-/// The output must be writable; check without creating it (nothing is written on error).
+/// The output must be a writable regular file, or creatable; checked
+/// without creating it (nothing is written on error). Not a symbolic link:
+/// one planted in a shared directory would have the program (maybe root's)
+/// append to any file; not a FIFO (the program would block before main
+/// until a reader came) nor a device (/dev/full would lose the profile
+/// silently). The runtime opens it the same way (ProfileWriter::open).
 bool output_writable(const std::string& path, std::string& error) {
   struct stat st;
-  if (stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode) || access(path.c_str(), W_OK) != 0) {
-      error = fmt::format("cannot write the profile {}: {}", path,
-                          S_ISDIR(st.st_mode) ? "is a directory" : std::strerror(EACCES));
+  if (lstat(path.c_str(), &st) == 0) {
+    const char* why = S_ISLNK(st.st_mode)  ? "it is a symbolic link (not followed)"
+                      : S_ISDIR(st.st_mode) ? "is a directory"
+                      : !S_ISREG(st.st_mode) ? "not a regular file"
+                      : access(path.c_str(), W_OK) != 0 ? std::strerror(EACCES)
+                                                         : nullptr;
+    if (why) {
+      error = fmt::format("cannot write the profile {}: {}", path, why);
       return false;
     }
     return true;
