@@ -178,7 +178,7 @@ TEST_F(OwnershipTest, TheProgramKeepsItsWholeDescriptorBudgetAndItsLimit) {
 // ======================================================================================
 // Files: the profile is a regular file of the user's, opened without
 // following links and never blocking; records stay whole when the disk
-// fills.
+// fills; coz plot's temporary file cannot be planted.
 // ======================================================================================
 
 /// The lines of `text` that contain `needle`.
@@ -299,6 +299,29 @@ TEST_F(OwnershipTest, APlantedLinkAtTheProfileIsNotFollowed) {
   EXPECT_EQ(ran.out, "owner_work done\n");
   EXPECT_EQ(lines_with(ran.err, "symbolic link").size(), 1u) << ran.err;
   EXPECT_EQ(read_text(victim), "precious\n") << "the runtime wrote through the planted link";
+}
+
+// `coz plot` wrote `<out>.tmp` with O_TRUNC: a link planted at that name
+// truncated and overwrote any file. The temporary file is a new one now.
+TEST_F(OwnershipTest, PlotNeverWritesThroughAPlantedLink) {
+  const std::string viewer = fs::path(COZ_EXE).parent_path() / "coz-viewer.html";
+  if (!fs::exists(viewer)) GTEST_SKIP() << "the viewer page is not built (" << viewer << ")";
+  const std::string profile = scratch_.file("small.coz");
+  std::ofstream(profile) << "experiment\tselected=a.c:1\tspeedup=0.00\tduration=50000000\tselected-samples=3\n"
+                            "throughput-point\tname=p\tdelta=100\n"
+                            "samples\tlocation=a.c:1\tcount=3\n";
+  const std::string victim = scratch_.file("victim");
+  std::ofstream(victim) << "precious\n";
+  const std::string out = scratch_.file("report.html");
+  ASSERT_EQ(symlink(victim.c_str(), (out + ".tmp").c_str()), 0);
+
+  const ProcessResult plot = run_process({COZ_EXE, "plot", profile, "-o", out}, scratch_, std::chrono::seconds(30));
+  EXPECT_TRUE(plot.exited && plot.exit_status == 0) << describe(plot);
+  EXPECT_EQ(read_text(victim), "precious\n") << "coz plot wrote through the planted link";
+  struct stat st;
+  ASSERT_EQ(lstat(out.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode)) << out << " must be the report itself, not a link";
+  EXPECT_NE(read_text(out).find("<html"), std::string::npos);
 }
 
 }  // namespace
