@@ -324,5 +324,24 @@ TEST_F(OwnershipTest, PlotNeverWritesThroughAPlantedLink) {
   EXPECT_NE(read_text(out).find("<html"), std::string::npos);
 }
 
+// ======================================================================================
+// stderr
+// ======================================================================================
+
+// `coz run -v ... 2>&1 | true`: the reader of stderr is gone when the
+// runtime writes its summary, and its write raised SIGPIPE in the program
+// (exit 141). The program writes nothing itself, so plain it exits 0.
+TEST_F(OwnershipTest, TheRuntimesLogNeverRaisesSigpipe) {
+  // The program's status goes to fd 3, the shell's own stdout; stdout and
+  // stderr go into a pipe to `true`, which is gone by the time it ends.
+  const std::vector<std::string> shell = {"/bin/sh", "-c",
+                                          "exec 3>&1; { \"$@\"; echo \"status=$?\" >&3; } 2>&1 | true", "sh"};
+  const ProcessResult plain = run_plain({OWNER_WORK_EXE, "--quiet", "--ms", "300"}, shell);
+  ASSERT_EQ(plain.out, "status=0\n") << describe(plain);
+  const ProcessResult profiled = run_coz({"-v"}, {OWNER_WORK_EXE, "--quiet", "--ms", "300"}, shell);
+  EXPECT_EQ(profiled.out, "status=0\n") << "the program's status under coz run -v (141: SIGPIPE)\n"
+                                         << describe(profiled);
+}
+
 }  // namespace
 }  // namespace coz_itest
