@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -325,7 +326,7 @@ TEST_F(OwnershipTest, PlotNeverWritesThroughAPlantedLink) {
 }
 
 // ======================================================================================
-// stderr
+// stderr and programs the runtime cannot reach
 // ======================================================================================
 
 // `coz run -v ... 2>&1 | true`: the reader of stderr is gone when the
@@ -341,6 +342,37 @@ TEST_F(OwnershipTest, TheRuntimesLogNeverRaisesSigpipe) {
   const ProcessResult profiled = run_coz({"-v"}, {OWNER_WORK_EXE, "--quiet", "--ms", "300"}, shell);
   EXPECT_EQ(profiled.out, "status=0\n") << "the program's status under coz run -v (141: SIGPIPE)\n"
                                          << describe(profiled);
+}
+
+// A static binary, and a set-user-ID one (the loader ignores LD_PRELOAD in
+// its secure mode), ran with no profile and no word. `coz run` says so in
+// one line; the program still runs and keeps its output and exit status.
+TEST_F(OwnershipTest, AProgramTheRuntimeCannotReachRunsWithAWarning) {
+  std::vector<std::pair<std::string, std::string>> programs = {{OWNER_WORK_STATIC_EXE, "statically linked"}};
+  const std::string setuid_copy = scratch_.file("owner_work_setuid");
+  struct statvfs scratch_fs;
+  const bool nosuid = statvfs(scratch_.path().c_str(), &scratch_fs) == 0 && (scratch_fs.f_flag & ST_NOSUID);
+  if (geteuid() == 0 && !nosuid) {
+    fs::copy_file(OWNER_WORK_EXE, setuid_copy);
+    ASSERT_EQ(chown(setuid_copy.c_str(), 65534, 65534), 0);
+    ASSERT_EQ(chmod(setuid_copy.c_str(), 04755), 0);
+    programs.emplace_back(setuid_copy, "set-user-ID");
+  } else {
+    std::cerr << "[ note     ] the set-user-ID case needs root and a file system without nosuid\n";
+  }
+  for (const auto& [program, why] : programs) {
+    SCOPED_TRACE(program);
+    const ProcessResult plain = run_plain({program, "--ms", "100", "--status", "3"});
+    ASSERT_TRUE(plain.exited && plain.exit_status == 3) << describe(plain);
+    fs::remove(profile_path());
+    const ProcessResult profiled = run_coz({}, {program, "--ms", "100", "--status", "3"});
+    EXPECT_TRUE(profiled.exited && profiled.exit_status == 3) << describe(profiled);
+    EXPECT_EQ(profiled.out, plain.out);
+    const std::vector<std::string> warnings = lines_with(profiled.err, "coz run: warning:");
+    ASSERT_EQ(warnings.size(), 1u) << profiled.err;
+    EXPECT_NE(warnings[0].find(why), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("nothing will be profiled"), std::string::npos) << warnings[0];
+  }
 }
 
 }  // namespace
