@@ -238,17 +238,17 @@ const analysis::SpeedupEstimate* estimate_at(const analysis::LineEffect& effect,
 
 uint64_t samples_on_line(const analysis::Profile& profile, const std::string& line_suffix) {
   uint64_t total = 0;
-  for (const auto& [location, count] : profile.samples) {
-    if (location_matches(location, line_suffix)) total += count;
+  for (const auto& [location, s] : profile.samples) {
+    if (location_matches(location, line_suffix)) total += s.count;
   }
   return total;
 }
 
 uint64_t samples_in_file(const analysis::Profile& profile, const std::string& file_suffix) {
   uint64_t total = 0;
-  for (const auto& [location, count] : profile.samples) {
+  for (const auto& [location, s] : profile.samples) {
     const size_t colon = location.rfind(':');
-    if (colon != std::string::npos && name_matches(location.substr(0, colon), file_suffix)) total += count;
+    if (colon != std::string::npos && name_matches(location.substr(0, colon), file_suffix)) total += s.count;
   }
   return total;
 }

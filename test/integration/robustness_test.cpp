@@ -364,7 +364,7 @@ void expect_profiler_ran(const std::string& path) {
   const std::optional<analysis::Profile> profile = read_profile(path);
   ASSERT_TRUE(profile) << "no profile";
   uint64_t samples = 0;
-  for (const auto& [location, count] : profile->samples) samples += count;
+  for (const auto& [location, s] : profile->samples) samples += s.count;
   EXPECT_GT(samples, 0u) << "no samples: the profiler was not running, so the check proves nothing";
 }
 
@@ -694,7 +694,7 @@ void expect_timer_fallback(const ProcessResult& result, const std::string& path)
   const std::optional<analysis::Profile> profile = read_profile(path);
   ASSERT_TRUE(profile) << "no profile";
   uint64_t samples = 0, selected = 0;
-  for (const auto& [location, count] : profile->samples) samples += count;
+  for (const auto& [location, s] : profile->samples) samples += s.count;
   for (const analysis::Experiment& e : profile->experiments) selected += e.selected_samples;
   EXPECT_GE(profile->experiments.size(), 3u) << describe_experiments(*profile);
   EXPECT_GT(samples, 0u) << "no samples without perf_event";
@@ -726,7 +726,8 @@ std::string nodebug(const std::string& variant) { return std::string(NODEBUG_DIR
 void expect_function_level(const analysis::Profile& profile, const std::string& binary) {
   uint64_t hot = 0, with_line = 0;
   std::string locations;
-  for (const auto& [location, count] : profile.samples) {
+  for (const auto& [location, s] : profile.samples) {
+    const uint64_t count = s.count;
     locations += "  " + location + " " + std::to_string(count) + "\n";
     const size_t colon = location.rfind(':');
     if (location.find("nodebug.cpp:") != std::string::npos) with_line += count;

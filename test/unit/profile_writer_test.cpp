@@ -83,8 +83,8 @@ TEST(ProfileWriter, RoundTripThroughTheReader) {
   EXPECT_EQ(e.latency[0].departures, 39u);
   EXPECT_EQ(e.latency[0].difference, 1);
   EXPECT_DOUBLE_EQ(e.latency[0].mean_in_flight, 1.25);
-  EXPECT_EQ(p.samples.at("/src/app/main.cpp:42"), 100u);
-  EXPECT_EQ(p.samples.at("/src/app/main.cpp:43"), 3u);
+  EXPECT_EQ(p.samples.at("/src/app/main.cpp:42").count, 100u);
+  EXPECT_EQ(p.samples.at("/src/app/main.cpp:43").count, 3u);
   EXPECT_EQ(p.runtime_ns, 999u);
 }
 
