@@ -59,11 +59,18 @@ bool same(const rlimit& a, const rlimit& b) { return a.rlim_cur == b.rlim_cur &&
 /// is no higher and the process may raise it: CAP_SYS_RESOURCE); -1 if
 /// there is no such room.
 int dup_above_limit(int fd, const rlimit& limit) {
+  // A hard limit the process may not raise stays so: each thread's start
+  // would otherwise try twice more, in vain (containers without
+  // CAP_SYS_RESOURCE, whose soft limit is often the hard one).
+  static rlimit refused{0, 0};  // under g_lock
+  if (limit.rlim_cur >= limit.rlim_max && same(limit, refused)) return -1;
+  bool raised_once = false;
   for (rlim_t room : {room_above, rlim_t{1024}}) {  // fs.nr_open caps a raised hard limit
     rlimit raised = limit;
     raised.rlim_cur = std::min(limit.rlim_max, limit.rlim_cur + room);
     if (raised.rlim_cur <= limit.rlim_cur) raised.rlim_cur = raised.rlim_max = limit.rlim_cur + room;
     if (nofile_limit(&raised, nullptr) != 0) continue;
+    raised_once = true;
     int high = dup_at_least(fd, limit.rlim_cur);
     // The program's limit again; if a thread of the program set one of its
     // own in this instant, that one is put back.
@@ -71,6 +78,7 @@ int dup_above_limit(int fd, const rlimit& limit) {
     if (nofile_limit(&limit, &now) == 0 && !same(now, raised)) nofile_limit(&now, nullptr);
     if (high >= 0) return high;
   }
+  if (!raised_once && limit.rlim_cur >= limit.rlim_max) refused = limit;
   return -1;
 }
 
