@@ -1,7 +1,10 @@
 #include "profile_writer.h"
+#include "descriptors.h"
+#include "log.h"
 #include "sys.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,17 +25,35 @@ std::string clean(const std::string& s) {
 }
 }  // namespace
 
-ProfileWriter::~ProfileWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
+ProfileWriter::ProfileWriter() : write_(&sys::write) {}
+
+ProfileWriter::~ProfileWriter() { descriptors::close_own(fd_); }
 
 bool ProfileWriter::open(const std::string& path, std::string& error) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    error = fmt::format("cannot open profile {}: {}", path, std::strerror(errno));
+  path_ = path;
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (fd < 0) {
+    error = errno == ELOOP ? fmt::format("cannot open profile {}: it is a symbolic link (not followed)", path)
+            : errno == ENXIO ? fmt::format("cannot open profile {}: not a regular file", path)  // a FIFO, no reader
+                             : fmt::format("cannot open profile {}: {}", path, std::strerror(errno));
     return false;
   }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    error = fmt::format("cannot open profile {}: not a regular file", path);
+    return false;
+  }
+  // Written to until the process ends, whatever descriptors the program
+  // closes and reuses meanwhile (descriptors.h).
+  fd_ = descriptors::adopt(fd);
   return true;
+}
+
+void ProfileWriter::report_failure(int error) {
+  if (failure_reported_.exchange(true)) return;
+  log::warn("cannot write the profile {}: {}: records are lost (the profile keeps only whole ones)", path_,
+            error != 0 ? std::strerror(error) : "short write (disk full?)");
 }
 
 void ProfileWriter::append(const std::string& records) {
@@ -41,20 +62,31 @@ void ProfileWriter::append(const std::string& records) {
     std::string error;
     std::string path = std::move(lazy_path_);
     lazy_path_.clear();
-    open(path, error);
+    if (!open(path, error)) log::error("{}", error);
   }
   if (fd_ < 0) return;
-  std::string block = std::move(deferred_);
+  // The line a failed write left unfinished is ended first, in the same write.
+  std::string block = cut_ ? cut_marker : "";
+  block += deferred_;
   deferred_.clear();
   block += records;
-  const char* p = block.data();
-  size_t left = block.size();
-  while (left > 0) {
-    ssize_t n = sys::write(fd_, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    p += n;
-    left -= static_cast<size_t>(n);
+  for (;;) {
+    ssize_t n;
+    do n = write_(fd_, block.data(), block.size());
+    while (n < 0 && errno == EINTR);
+    if (n == static_cast<ssize_t>(block.size())) {
+      cut_ = false;
+      return;
+    }
+    report_failure(n < 0 ? errno : 0);
+    if (n <= 0) return;  // nothing written: the block is lost (a cut line stays to be ended)
+    // Short: the records written whole stay, the one cut short is ended
+    // later, the ones after it get one more try (which a full disk refuses).
+    size_t written = static_cast<size_t>(n);
+    cut_ = block[written - 1] != '\n';
+    size_t next = cut_ ? block.find('\n', written) + 1 : written;
+    if (next == 0 || next >= block.size()) return;
+    block = (cut_ ? cut_marker : "") + block.substr(next);
   }
 }
 

@@ -3,8 +3,17 @@
 // Each call formats a whole block of records and writes it with one write(2)
 // on an O_APPEND descriptor: processes sharing a file never interleave partial
 // lines, and a process killed mid-run leaves only whole records.
+//
+// A write that fails or comes up short (a full disk) is reported once on
+// stderr. Records it did not write are lost; one it cut in the middle is
+// ended, at the next write that succeeds, with the field `cut=write-failed`
+// and a newline, so that readers skip it instead of taking its first half
+// for a record, or gluing it to the next one.
 #pragma once
 
+#include <sys/types.h>
+
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -16,12 +25,23 @@ namespace coz {
 
 class ProfileWriter {
  public:
-  ProfileWriter() = default;
+  /// write(2) or a stand-in (tests).
+  using WriteFn = ssize_t (*)(int fd, const void* data, size_t size);
+
+  ProfileWriter();
+  explicit ProfileWriter(WriteFn write) : write_(write) {}
   ~ProfileWriter();
   ProfileWriter(const ProfileWriter&) = delete;
   ProfileWriter& operator=(const ProfileWriter&) = delete;
 
-  /// Opens (creates) the file for appending. On failure returns false and sets `error`.
+  /// Ends the line of a record that a failed write cut short.
+  static constexpr const char* cut_marker = "\tcut=write-failed\n";
+
+  /// Opens (creates) the file for appending: a regular file, never through
+  /// a symbolic link (one planted in a shared directory would make the
+  /// profiled program, maybe root's, append to any file), never blocking (a
+  /// FIFO without a reader would stop the program before main). On failure
+  /// returns false and sets `error` (one line).
   bool open(const std::string& path, std::string& error);
   bool is_open() const { return fd_ >= 0; }
   /// Creates the file only when the first record is written (nothing may ever be).
@@ -71,9 +91,14 @@ class ProfileWriter {
 
  private:
   void append(const std::string& block);
+  void report_failure(int error);
+  WriteFn write_;
   int fd_ = -1;
+  std::string path_;
   std::string lazy_path_;
   std::string deferred_;
+  bool cut_ = false;  // the file ends in a record a failed write cut short
+  std::atomic<bool> failure_reported_{false};
 };
 
 }  // namespace coz

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "descriptors.h"
 #include "file_line.h"
 #include "runtime.h"
 #include "sys.h"
@@ -80,7 +81,8 @@ bool open_thread_breakpoints(const Breakpoints& bps, ThreadState& t, std::string
               "): --progress and --latency need them";
       return false;
     }
-    t.breakpoint_fd[i] = static_cast<int>(fd);
+    // Read by the profiler thread while the thread lives: out of the program's reach (descriptors.h).
+    t.breakpoint_fd[i] = descriptors::adopt(static_cast<int>(fd));
   }
   return true;
 }
@@ -89,14 +91,14 @@ void close_thread_breakpoints(Breakpoints& bps, ThreadState& t) {
   for (int i = 0; i < bps.count; ++i) {
     if (t.breakpoint_fd[i] < 0) continue;
     bps.exited[i].fetch_add(read_count(t.breakpoint_fd[i]), std::memory_order_relaxed);
-    close(t.breakpoint_fd[i]);
+    descriptors::close_own(t.breakpoint_fd[i]);
     t.breakpoint_fd[i] = -1;
   }
 }
 
 void forget_thread_breakpoints(ThreadState& t) {
   for (int& fd : t.breakpoint_fd) {
-    if (fd >= 0) close(fd);
+    descriptors::close_own(fd);
     fd = -1;
   }
 }

@@ -19,6 +19,7 @@
 
 #include <cstdlib>
 
+#include "descriptors.h"
 #include "real.h"
 #include "runtime.h"
 #include "sampler.h"
@@ -313,6 +314,8 @@ int sem_post(sem_t* sem) {
 /// skip); FUTEX_LOCK_PI acquired from an unlocker that caught up; a timeout
 /// or signal pays. Wakes pay first. io_uring_enter: a submission may wake a
 /// thread waiting on the same ring; a wait for completions claims it.
+/// close, close_range, dup2 and dup3 pass the runtime's descriptors by, as
+/// their wrappers do.
 long syscall(long number, ...) {
   va_list ap;
   va_start(ap, number);
@@ -352,6 +355,14 @@ long syscall(long number, ...) {
       w.done([ring](const coz::WakeRecord& r) { return r.kind == WakeKind::RingSubmit && r.target == ring; });
       return ret;
     }
+    case SYS_close:
+      return close(static_cast<int>(a1));
+    case SYS_close_range:
+      return close_range(static_cast<unsigned>(a1), static_cast<unsigned>(a2), static_cast<int>(a3));
+    case SYS_dup2:
+      return dup2(static_cast<int>(a1), static_cast<int>(a2));
+    case SYS_dup3:
+      return dup3(static_cast<int>(a1), static_cast<int>(a2), static_cast<int>(a3));
     case SYS_tgkill:
     case SYS_tkill: {
       bool ours = number == SYS_tkill || a1 == coz::sys::getpid();
@@ -554,6 +565,48 @@ int cnd_signal(cnd_t* cond) {
 int cnd_broadcast(cnd_t* cond) {
   catch_up();
   return functions().cnd_broadcast(cond);
+}
+
+// ---- descriptors: the runtime's own are not the program's to close or replace --------
+// (descriptors.h). They read as not open: EBADF, as for a number above the
+// program's limit, where they are.
+
+/// Passes the runtime's descriptors by.
+int close(int fd) {
+  if (coz::descriptors::is_runtime(fd)) return errno = EBADF, -1;
+  return functions().close(fd);
+}
+
+/// Closes the program's descriptors in the range, around the runtime's.
+int close_range(unsigned int first, unsigned int last, int flags) {
+  return coz::descriptors::close_range_except_runtime(first, last, flags);
+}
+
+/// As close_range to the end. Where the kernel has no close_range (before
+/// 5.9): one close each up to the runtime's highest descriptor, then the C
+/// library's own closefrom.
+void closefrom(int low) {
+  const unsigned first = low < 0 ? 0u : static_cast<unsigned>(low);
+  if (coz::descriptors::close_range_except_runtime(first, ~0u, 0) == 0 || errno != ENOSYS) return;
+  int past = static_cast<int>(first);
+  for (int fd = coz::descriptors::next_runtime(first, ~0u); fd >= 0;
+       fd = coz::descriptors::next_runtime(static_cast<unsigned>(fd) + 1, ~0u)) {
+    for (int i = past; i < fd; ++i) functions().close(i);
+    past = fd + 1;
+  }
+  functions().closefrom(past);
+}
+
+/// Never over, nor from, one of the runtime's descriptors.
+int dup2(int fd, int target) {
+  if (coz::descriptors::is_runtime(fd) || coz::descriptors::is_runtime(target)) return errno = EBADF, -1;
+  return functions().dup2(fd, target);
+}
+
+/// As dup2.
+int dup3(int fd, int target, int flags) {
+  if (coz::descriptors::is_runtime(fd) || coz::descriptors::is_runtime(target)) return errno = EBADF, -1;
+  return functions().dup3(fd, target, flags);
 }
 
 // ---- libraries loaded at run time ------------------------------------------------

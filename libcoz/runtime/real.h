@@ -79,6 +79,10 @@ namespace coz::real {
   X(sigaction, true, nullptr)                                  \
   X(signal, true, nullptr)                                     \
   X(dlopen, true, nullptr)                                     \
+  X(close, true, nullptr)                                      \
+  X(closefrom, false, nullptr)                                 \
+  X(dup2, true, nullptr)                                       \
+  X(dup3, true, nullptr)                                       \
   COZ_REAL_IO_FUNCTIONS(X)                                     \
   COZ_REAL_C11_FUNCTIONS(X)
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "channels.h"
+#include "descriptors.h"
 #include "exit_signals.h"
 #include "file_line.h"
 #include "log.h"
@@ -163,6 +164,7 @@ void on_fork_child() {
   new (&rt->lines_lock) FutexLock();    // likewise (a dlopen in another parent thread)
   rt->blocked.reset_lock_after_fork();  // likewise (a wait that ended in another parent thread)
   epoll_registry_after_fork();          // likewise (an epoll_ctl)
+  descriptors::reset_after_fork();      // likewise (a thread starting its sampler)
   for (auto& line : rt->lines.lines()) {
     line.reported_samples.store(line.samples.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
@@ -261,7 +263,6 @@ void start() {
               main_executable);
   }
   rt->quiet_sampling = rt->config.only_baselines();
-  prepare_sampling();
   if (!install_sample_handler()) {
     log::warn("cannot install the sample signal handler; no samples will be taken");
     rt->sampling_enabled = false;

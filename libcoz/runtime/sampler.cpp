@@ -18,6 +18,7 @@
 #include <cstring>
 #include <vector>
 
+#include "descriptors.h"
 #include "log.h"
 #include "unwinder.h"
 #include "real.h"
@@ -301,7 +302,6 @@ namespace {
 std::atomic<bool> g_perf_refused_warned{false};
 std::atomic<bool> g_use_timers{false};  // perf_event refused once: every thread uses timers
 std::atomic<bool> g_timer_failed_warned{false};
-int g_fd_floor = 0;                     // our descriptors live at or above this
 
 // Whether threads also sample the time they spend in the kernel (system
 // calls; handle_perf_sample keeps those samples only): decided by the first
@@ -313,17 +313,6 @@ std::atomic<KernelSampling> g_kernel_sampling{KernelSampling::Unknown};
 FutexLock g_retired_lock;
 NoDestroy<std::vector<PerfRing::Mapping>> g_retired_list;  // the profiler thread unmaps them, also during exit
 std::vector<PerfRing::Mapping>& g_retired = g_retired_list.value;
-
-/// Moves a descriptor of ours above the program's range, so that a program
-/// with many threads does not run out of low descriptors (select() users
-/// need them below 1024) because of us.
-int place_high(int fd) {
-  if (g_fd_floor <= 0) return fd;
-  int high = fcntl(fd, F_DUPFD_CLOEXEC, g_fd_floor);
-  if (high < 0) return fd;
-  close(fd);
-  return high;
-}
 
 void record_stack_bounds(ThreadState& t) {
   pthread_attr_t attr;
@@ -461,16 +450,6 @@ bool install_sample_handler() {
   return sigaction(sample_signal, &sa, nullptr) == 0;
 }
 
-void prepare_sampling() {
-  // Room for one descriptor per thread above the program's own range.
-  rlimit limit;
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-    rlim_t floor = limit.rlim_cur;
-    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, floor + 65536);
-    if (setrlimit(RLIMIT_NOFILE, &limit) == 0) g_fd_floor = static_cast<int>(floor);
-  }
-}
-
 /// A second sampler for the thread's time in the kernel, where the system
 /// allows it (perf_event_paranoid <= 1, or CAP_PERFMON); only its samples
 /// inside system calls count (handle_perf_sample). They carry the user
@@ -482,7 +461,10 @@ void prepare_sampling() {
 /// during experiments: nothing needs its samples sooner, and at the user
 /// samplers' faster period it cost the experiments more than the baselines
 /// (two_threads' no-effect line at 50%: -2.5% against -0.7% without it,
-/// interleaved runs).
+/// interleaved runs). Its descriptor is closed as soon as it is enabled:
+/// nothing acts on it later (its period never changes; a thread's exit ends
+/// it), and the mapping keeps the event alive, so the thread costs the
+/// process one descriptor, not two.
 void start_kernel_sampling(ThreadState& t, perf_event_attr attr, uint64_t period) {
   if (g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::Refused) return;
   attr.exclude_user = 1;
@@ -495,15 +477,11 @@ void start_kernel_sampling(ThreadState& t, perf_event_attr attr, uint64_t period
     g_kernel_sampling.store(KernelSampling::Refused, std::memory_order_relaxed);
     return;
   }
-  t.kernel_fd = place_high(static_cast<int>(fd));
-  if (!map_ring(t.kernel_ring, t.kernel_fd, ring_data_pages(true))) {
-    close(t.kernel_fd);
-    t.kernel_fd = -1;
-    g_kernel_sampling.store(KernelSampling::Refused, std::memory_order_relaxed);
-    return;
-  }
-  ioctl(t.kernel_fd, PERF_EVENT_IOC_ENABLE, 0);
-  g_kernel_sampling.store(KernelSampling::On, std::memory_order_relaxed);
+  const int kernel_fd = static_cast<int>(fd);
+  const bool mapped = map_ring(t.kernel_ring, kernel_fd, ring_data_pages(true));
+  if (mapped) ioctl(kernel_fd, PERF_EVENT_IOC_ENABLE, 0);
+  sys::raw_syscall6(SYS_close, kernel_fd);
+  g_kernel_sampling.store(mapped ? KernelSampling::On : KernelSampling::Refused, std::memory_order_relaxed);
 }
 
 bool start_sampling(ThreadState& t, const Config& config) {
@@ -542,7 +520,10 @@ bool start_sampling(ThreadState& t, const Config& config) {
     g_use_timers.store(true, std::memory_order_relaxed);
     return start_timer_sampling(t, config);
   }
-  t.perf_fd = place_high(static_cast<int>(fd));
+  // Out of the program's reach: it may close every descriptor it did not
+  // open and reuse the numbers (descriptors.h), and this one gets a period
+  // set, flags changed and a close at the thread's exit.
+  t.perf_fd = descriptors::adopt(static_cast<int>(fd));
   t.regular_period.store(false, std::memory_order_relaxed);
   t.phase_delay_ns = attr.sample_period - phase;
   // At a shortened period, one sample in `rate` is counted (counted_in_profile):
@@ -584,7 +565,6 @@ void stop_sampling(ThreadState& t) {
   }
   if (t.perf_fd < 0) return;
   ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
-  if (t.kernel_fd >= 0) ioctl(t.kernel_fd, PERF_EVENT_IOC_DISABLE, 0);
   // Its last samples, since the last drain. The thread has left the thread
   // list, so the profiler thread cannot be draining it.
   if (Runtime* rt = runtime()) signal_safe::drain_ring(*rt, t);
@@ -595,10 +575,8 @@ void stop_sampling(ThreadState& t) {
       g_retired.push_back(m);
     }
   }
-  close(t.perf_fd);  // an event lives on until its mapping is unmapped
+  descriptors::close_own(t.perf_fd);  // an event lives on until its mapping is unmapped
   t.perf_fd = -1;
-  if (t.kernel_fd >= 0) close(t.kernel_fd);
-  t.kernel_fd = -1;
 }
 
 void hurry_next_sample(ThreadState& t) {
@@ -659,12 +637,11 @@ void unmap_retired_rings(uint64_t budget_ns) {
 
 void forget_inherited_sampler(ThreadState& t) {
   t.timer_mode = false;  // POSIX timers are not inherited by a forked child
-  for (auto [fd, ring] : {std::pair{&t.perf_fd, &t.ring}, std::pair{&t.kernel_fd, &t.kernel_ring}}) {
-    if (*fd < 0) continue;
-    ring->unmap();
-    close(*fd);
-    *fd = -1;
-  }
+  t.kernel_ring.unmap();  // its descriptor was closed when it started
+  if (t.perf_fd < 0) return;
+  t.ring.unmap();
+  descriptors::close_own(t.perf_fd);
+  t.perf_fd = -1;
 }
 
 }  // namespace coz

@@ -21,9 +21,6 @@ constexpr int sample_signal = SIGSTKFLT;
 /// Installs the sample signal handler (once per process).
 bool install_sample_handler();
 
-/// Once at start-up: makes room for the runtime's per-thread descriptors.
-void prepare_sampling();
-
 /// Opens, maps and enables the calling thread's sampler. False (with a
 /// warning the first time) when perf_event_open is refused.
 bool start_sampling(ThreadState& thread, const Config& config);

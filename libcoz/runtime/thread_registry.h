@@ -44,8 +44,7 @@ struct ThreadState {
   int breakpoint_fd[max_breakpoints] = {-1, -1, -1, -1};  // --progress/--latency counters
   PerfRing ring;
   // Samples of the thread's time in the kernel (sampler.cpp,
-  // start_kernel_sampling): no signals; -1 where the system refuses it.
-  int kernel_fd = -1;
+  // start_kernel_sampling): no signals; unmapped where the system refuses it.
   PerfRing kernel_ring;
   // The rings' one consumer at a time: the thread's sample handler, or the
   // profiler thread (drain_unsignalled_rings). Guards scratch and unwind_frames too.

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -107,6 +108,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const TempDir& s
     check(posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                            0644),
           "addopen stderr");
+    // Nothing else of the test runner's: a program's descriptors start at 3,
+    // as they do from a shell (a test that lowers the descriptor limit counts on it).
+    check(posix_spawn_file_actions_addclosefrom_np(&actions, 3), "addclosefrom");
     // Own process group, so a timeout kills the program as well as coz;
     // default mask and dispositions whatever the test runner set.
     sigset_t empty;
@@ -234,17 +238,17 @@ const analysis::SpeedupEstimate* estimate_at(const analysis::LineEffect& effect,
 
 uint64_t samples_on_line(const analysis::Profile& profile, const std::string& line_suffix) {
   uint64_t total = 0;
-  for (const auto& [location, count] : profile.samples) {
-    if (location_matches(location, line_suffix)) total += count;
+  for (const auto& [location, s] : profile.samples) {
+    if (location_matches(location, line_suffix)) total += s.count;
   }
   return total;
 }
 
 uint64_t samples_in_file(const analysis::Profile& profile, const std::string& file_suffix) {
   uint64_t total = 0;
-  for (const auto& [location, count] : profile.samples) {
+  for (const auto& [location, s] : profile.samples) {
     const size_t colon = location.rfind(':');
-    if (colon != std::string::npos && name_matches(location.substr(0, colon), file_suffix)) total += count;
+    if (colon != std::string::npos && name_matches(location.substr(0, colon), file_suffix)) total += s.count;
   }
   return total;
 }
@@ -345,5 +349,92 @@ FixedLineRun run_fixed_line(const std::vector<std::string>& program_and_args, co
   run.sped_up = *sped_up;
   return run;
 }
+
+// ---- reading profiles line by line ----------------------------------------------
+
+namespace {
+
+// Every record type the format defines (docs/profile-format.md), ours and Coz's.
+const std::set<std::string> kKnownRecords = {"startup", "process",  "experiment", "throughput-point",
+                                             "progress-point", "latency-point", "samples", "runtime",
+                                             "stack", "blocked", "sampling"};
+
+}  // namespace
+
+std::vector<const analysis::RecordLine*> RawProfile::of(const std::string& type) const {
+  std::vector<const analysis::RecordLine*> out;
+  for (const analysis::RecordLine& r : records) {
+    if (r.type == type) out.push_back(&r);
+  }
+  return out;
+}
+
+std::vector<long> RawProfile::process_pids() const {
+  std::vector<long> pids;
+  for (const analysis::RecordLine* r : of("process")) {
+    const std::string* pid = r->find("pid");
+    pids.push_back(pid ? std::atol(pid->c_str()) : -1);
+  }
+  return pids;
+}
+
+std::map<long, size_t> RawProfile::experiments_by_pid() const {
+  std::map<long, size_t> out;
+  for (const analysis::RecordLine* r : of("experiment")) {
+    const std::string* pid = r->find("pid");
+    ++out[pid ? std::atol(pid->c_str()) : -1];
+  }
+  return out;
+}
+
+RawProfile read_raw(const std::string& path) {
+  RawProfile raw;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return raw;
+  raw.exists = true;
+  std::ostringstream text;
+  text << in.rdbuf();
+  raw.text = text.str();
+  std::istringstream lines(raw.text);
+  int number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++number;
+    analysis::RecordLine record;
+    std::string error;
+    if (!analysis::split_record_line(line, record, error)) {
+      raw.problems.push_back("line " + std::to_string(number) + " (" + error + "): " + line.substr(0, 200));
+    } else if (!kKnownRecords.count(record.type)) {
+      raw.problems.push_back("line " + std::to_string(number) + " unknown record: " + line.substr(0, 200));
+    } else {
+      raw.records.push_back(std::move(record));
+    }
+  }
+  if (!raw.text.empty() && raw.text.back() != '\n') raw.problems.push_back("the file ends in a partial line");
+  return raw;
+}
+
+std::string whole_records_problem(const std::string& path, const RawProfile& raw) {
+  if (!raw.exists) return "no profile at " + path;
+  std::ostringstream out;
+  for (const std::string& p : raw.problems) out << "  " << p << "\n";
+  const std::optional<analysis::Profile> profile = read_profile(path);
+  if (!profile) out << "  the profile reader cannot open it\n";
+  else
+    for (const std::string& w : profile->warnings) out << "  reader: " << w << "\n";
+  const std::string problems = out.str();
+  return problems.empty() ? "" : "the profile has broken records:\n" + problems;
+}
+
+long long number_after(const std::string& text, const std::string& key) {
+  const std::string needle = key + "=";
+  size_t at = text.find(needle);
+  while (at != std::string::npos && at > 0 && text[at - 1] != ' ' && text[at - 1] != '\n') {
+    at = text.find(needle, at + 1);
+  }
+  if (at == std::string::npos) return -1;
+  return std::atoll(text.c_str() + at + needle.size());
+}
+
+std::string read_text(const std::string& path) { return read_whole_file(path); }
 
 }  // namespace coz_itest

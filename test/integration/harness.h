@@ -4,12 +4,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis.h"
 #include "profile.h"
+#include "record_line.h"
 
 namespace coz_itest {
 
@@ -57,6 +59,37 @@ ProcessResult coz_run(const std::string& profile_path, const std::vector<std::st
 
 /// Reads a profile; returns nullopt if the file cannot be opened.
 std::optional<analysis::Profile> read_profile(const std::string& path);
+
+// ---- reading profiles line by line ----------------------------------------------
+
+/// A profile file as text, each line split into a record.
+struct RawProfile {
+  bool exists = false;
+  std::string text;
+  std::vector<analysis::RecordLine> records;
+  std::vector<std::string> problems;  // lines that are not whole, known records
+
+  std::vector<const analysis::RecordLine*> of(const std::string& type) const;
+  size_t count(const std::string& type) const { return of(type).size(); }
+  /// pids of the `process` records, in file order.
+  std::vector<long> process_pids() const;
+  /// Experiments per `pid=` value; experiments without the key count under -1.
+  std::map<long, size_t> experiments_by_pid() const;
+};
+
+/// Reads `path` line by line; every line that is not a whole record of a
+/// type the format defines (docs/profile-format.md) is listed in `problems`.
+RawProfile read_raw(const std::string& path);
+
+/// Empty if the file exists, ends with a newline, and every line is a whole,
+/// known record that the profile reader accepts without a warning.
+std::string whole_records_problem(const std::string& path, const RawProfile& raw);
+
+/// The number after "key=" in `text` (first occurrence at a word start), or -1.
+long long number_after(const std::string& text, const std::string& key);
+
+/// A whole file as text (empty if it cannot be read).
+std::string read_text(const std::string& path);
 
 /// The non-empty lines of `text`.
 std::vector<std::string> lines_of(const std::string& text);

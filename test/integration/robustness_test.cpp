@@ -45,102 +45,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kExperimentMaxNs = "150000000";  // 150 ms
 
-// ---- reading profiles line by line ----------------------------------------------
-
-// Every record type the format defines (docs/profile-format.md), ours and Coz's.
-const std::set<std::string> kKnownRecords = {"startup", "process",  "experiment", "throughput-point",
-                                             "progress-point", "latency-point", "samples", "runtime",
-                                             "stack", "blocked", "sampling"};
-
-/// A profile file as text, each line split into a record.
-struct RawProfile {
-  bool exists = false;
-  std::string text;
-  std::vector<analysis::RecordLine> records;
-  std::vector<std::string> problems;  // lines that are not whole, known records
-
-  std::vector<const analysis::RecordLine*> of(const std::string& type) const {
-    std::vector<const analysis::RecordLine*> out;
-    for (const analysis::RecordLine& r : records) {
-      if (r.type == type) out.push_back(&r);
-    }
-    return out;
-  }
-  size_t count(const std::string& type) const { return of(type).size(); }
-
-  /// pids of the `process` records, in file order.
-  std::vector<long> process_pids() const {
-    std::vector<long> pids;
-    for (const analysis::RecordLine* r : of("process")) {
-      const std::string* pid = r->find("pid");
-      pids.push_back(pid ? std::atol(pid->c_str()) : -1);
-    }
-    return pids;
-  }
-
-  /// Experiments per `pid=` value; experiments without the key count under -1.
-  std::map<long, size_t> experiments_by_pid() const {
-    std::map<long, size_t> out;
-    for (const analysis::RecordLine* r : of("experiment")) {
-      const std::string* pid = r->find("pid");
-      ++out[pid ? std::atol(pid->c_str()) : -1];
-    }
-    return out;
-  }
-};
-
-RawProfile read_raw(const std::string& path) {
-  RawProfile raw;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return raw;
-  raw.exists = true;
-  std::ostringstream text;
-  text << in.rdbuf();
-  raw.text = text.str();
-  std::istringstream lines(raw.text);
-  int number = 0;
-  for (std::string line; std::getline(lines, line);) {
-    ++number;
-    analysis::RecordLine record;
-    std::string error;
-    if (!analysis::split_record_line(line, record, error)) {
-      raw.problems.push_back("line " + std::to_string(number) + " (" + error + "): " + line.substr(0, 200));
-    } else if (!kKnownRecords.count(record.type)) {
-      raw.problems.push_back("line " + std::to_string(number) + " unknown record: " + line.substr(0, 200));
-    } else {
-      raw.records.push_back(std::move(record));
-    }
-  }
-  if (!raw.text.empty() && raw.text.back() != '\n') raw.problems.push_back("the file ends in a partial line");
-  return raw;
-}
-
-/// Empty if the file exists, ends with a newline, and every line is a whole,
-/// known record that the profile reader accepts without a warning.
-std::string whole_records_problem(const std::string& path, const RawProfile& raw) {
-  if (!raw.exists) return "no profile at " + path;
-  std::ostringstream out;
-  for (const std::string& p : raw.problems) out << "  " << p << "\n";
-  const std::optional<analysis::Profile> profile = read_profile(path);
-  if (!profile) out << "  the profile reader cannot open it\n";
-  else
-    for (const std::string& w : profile->warnings) out << "  reader: " << w << "\n";
-  const std::string problems = out.str();
-  return problems.empty() ? "" : "the profile has broken records:\n" + problems;
-}
-
 // ---- programs' output -------------------------------------------------------------
-
-/// The number after "key=" in `text` (first occurrence), or -1.
-long long number_after(const std::string& text, const std::string& key) {
-  const std::string needle = key + "=";
-  size_t at = text.find(needle);
-  while (at != std::string::npos && at > 0 && text[at - 1] != ' ' && text[at - 1] != '\n') {
-    at = text.find(needle, at + 1);
-  }
-  if (at == std::string::npos) return -1;
-  return std::atoll(text.c_str() + at + needle.size());
-}
 
 /// The number just before the first `suffix` in text ("12 lost" -> 12), -1 if none.
 long long number_before(const std::string& text, const std::string& suffix) {
@@ -193,13 +98,6 @@ Running start_process(const std::vector<std::string>& argv, const TempDir& scrat
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   return running;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 /// Waits up to `timeout` for `needle` in the process's stdout.
@@ -466,7 +364,7 @@ void expect_profiler_ran(const std::string& path) {
   const std::optional<analysis::Profile> profile = read_profile(path);
   ASSERT_TRUE(profile) << "no profile";
   uint64_t samples = 0;
-  for (const auto& [location, count] : profile->samples) samples += count;
+  for (const auto& [location, s] : profile->samples) samples += s.count;
   EXPECT_GT(samples, 0u) << "no samples: the profiler was not running, so the check proves nothing";
 }
 
@@ -796,7 +694,7 @@ void expect_timer_fallback(const ProcessResult& result, const std::string& path)
   const std::optional<analysis::Profile> profile = read_profile(path);
   ASSERT_TRUE(profile) << "no profile";
   uint64_t samples = 0, selected = 0;
-  for (const auto& [location, count] : profile->samples) samples += count;
+  for (const auto& [location, s] : profile->samples) samples += s.count;
   for (const analysis::Experiment& e : profile->experiments) selected += e.selected_samples;
   EXPECT_GE(profile->experiments.size(), 3u) << describe_experiments(*profile);
   EXPECT_GT(samples, 0u) << "no samples without perf_event";
@@ -828,7 +726,8 @@ std::string nodebug(const std::string& variant) { return std::string(NODEBUG_DIR
 void expect_function_level(const analysis::Profile& profile, const std::string& binary) {
   uint64_t hot = 0, with_line = 0;
   std::string locations;
-  for (const auto& [location, count] : profile.samples) {
+  for (const auto& [location, s] : profile.samples) {
+    const uint64_t count = s.count;
     locations += "  " + location + " " + std::to_string(count) + "\n";
     const size_t colon = location.rfind(':');
     if (location.find("nodebug.cpp:") != std::string::npos) with_line += count;

@@ -44,7 +44,7 @@ TEST(ProfileReader, ReadsTabSeparatedRecords) {
   EXPECT_EQ(e.latency[0].departures, 39u);
   EXPECT_EQ(e.latency[0].difference, 1);
   EXPECT_LT(e.latency[0].mean_in_flight, 0.0) << "Coz files have no mean-in-flight";
-  EXPECT_EQ(p.samples.at("/src/a.cpp:42"), 100u) << "samples records sum per location";
+  EXPECT_EQ(p.samples.at("/src/a.cpp:42").count, 100u) << "samples records sum per location";
   EXPECT_EQ(p.runtime_ns, 1234u) << "runtime records sum";
 }
 
@@ -114,7 +114,7 @@ TEST(ProfileReader, ReadsCozJsonLines) {
   EXPECT_EQ(e.throughput[0].delta, 7u);
   ASSERT_EQ(e.latency.size(), 1u);
   EXPECT_EQ(e.latency[0].difference, -1);
-  EXPECT_EQ(p.samples.at("a.cpp:3"), 12u);
+  EXPECT_EQ(p.samples.at("a.cpp:3").count, 12u);
 }
 
 TEST(ProfileReader, MalformedJsonLinesAreSkippedWithWarnings) {
@@ -268,8 +268,8 @@ TEST(ProfileReader, ConventionalProfileRecords) {
       "blocked\tsite=?\tkind=futex\ttime=7\tcount=1\n"
       "blocked\tsite=a.c:1\tkind=mutex\ttime=-5\tcount=1\n"
       "stack\tcount=1\n");
-  EXPECT_EQ(p.samples.at("a.c:1"), 5u);
-  EXPECT_EQ(p.functions.at("a.c:1"), "f(int)") << "a later record without function= keeps the name";
+  EXPECT_EQ(p.samples.at("a.c:1").count, 5u);
+  EXPECT_EQ(p.samples.at("a.c:1").function, "f(int)") << "a later record without function= keeps the name";
   EXPECT_EQ(p.stacks.at("m.c:1;a.c:1"), 5u);
   EXPECT_EQ(p.blocked.at({"a.c:1", "mutex"}).time_ns, 150u);
   EXPECT_EQ(p.blocked.at({"a.c:1", "mutex"}).count, 3u);
@@ -324,8 +324,8 @@ TEST(ProfileReader, MergeAddsRuns) {
   merge_profile(a, std::move(b));
   ASSERT_EQ(a.experiments.size(), 2u);
   EXPECT_EQ(a.experiments[1].selected, "b.c:1") << "the bad experiment of the first file is skipped";
-  EXPECT_EQ(a.samples.at("a.c:1"), 5u);
-  EXPECT_EQ(a.functions.at("a.c:1"), "g");
+  EXPECT_EQ(a.samples.at("a.c:1").count, 5u);
+  EXPECT_EQ(a.samples.at("a.c:1").function, "g");
   EXPECT_EQ(a.stacks.at("a.c:1"), 3u);
   EXPECT_EQ(a.blocked.at({"a.c:1", "sleep"}).time_ns, 15u);
   EXPECT_EQ(a.runtime_ns, 150u);

@@ -2,8 +2,10 @@
 #include "profile_writer.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 
@@ -81,8 +83,8 @@ TEST(ProfileWriter, RoundTripThroughTheReader) {
   EXPECT_EQ(e.latency[0].departures, 39u);
   EXPECT_EQ(e.latency[0].difference, 1);
   EXPECT_DOUBLE_EQ(e.latency[0].mean_in_flight, 1.25);
-  EXPECT_EQ(p.samples.at("/src/app/main.cpp:42"), 100u);
-  EXPECT_EQ(p.samples.at("/src/app/main.cpp:43"), 3u);
+  EXPECT_EQ(p.samples.at("/src/app/main.cpp:42").count, 100u);
+  EXPECT_EQ(p.samples.at("/src/app/main.cpp:43").count, 3u);
   EXPECT_EQ(p.runtime_ns, 999u);
 }
 
@@ -111,6 +113,107 @@ TEST(ProfileWriter, OpenFailureIsReportedNotThrown) {
   EXPECT_FALSE(w.open("/nonexistent-dir/profile.coz", error));
   EXPECT_NE(error.find("/nonexistent-dir/profile.coz"), std::string::npos);
   w.write_runtime(1);  // harmless when closed
+}
+
+// A file system that fills up, then gets room again: a stand-in for write(2)
+// appending to `disk` while `room` lasts (a short write at the boundary, as
+// the kernel does, then ENOSPC).
+struct SmallDisk {
+  static inline std::string disk;
+  static inline size_t room = 0;
+  static ssize_t write(int, const void* data, size_t size) {
+    if (room == 0) return errno = ENOSPC, -1;
+    size_t n = std::min(size, room);
+    disk.append(static_cast<const char*>(data), n);
+    room -= n;
+    return static_cast<ssize_t>(n);
+  }
+};
+
+std::string temporary_profile() {
+  char path[] = "/tmp/coz-writer-test-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd >= 0) close(fd);
+  return path;
+}
+
+// A record cut by a full disk is ended with `cut=write-failed` at the next
+// write that succeeds, so no record is glued to half of another; records
+// that did not fit are lost; the reader skips the cut one, with a warning,
+// and reads every other record whole.
+TEST(ProfileWriter, AFullDiskCutsNoRecordIntoAnother) {
+  const std::string path = temporary_profile();
+  ProfileWriter w(&SmallDisk::write);
+  std::string error;
+  ASSERT_TRUE(w.open(path, error)) << error;
+  SmallDisk::disk.clear();
+  SmallDisk::room = 1000;
+  w.write_runtime(1);                                 // fits
+  w.write_samples({{"a.c:1", 12345, "f"}, {"a.c:2", 1, "f"}});
+  const std::string before = SmallDisk::disk;
+  SmallDisk::room = 20;                               // the samples block is cut in its first record
+  w.write_samples({{"b.c:1", 777777, "g"}, {"b.c:2", 5, "g"}});
+  w.write_runtime(2);                                 // ENOSPC: lost
+  SmallDisk::room = 1000;                             // room again
+  w.write_runtime(3);
+  w.write_experiment(sample_experiment());
+  unlink(path.c_str());
+
+  const std::string& text = SmallDisk::disk;
+  ASSERT_EQ(text.compare(0, before.size(), before), 0);
+  EXPECT_EQ(text.substr(before.size()), std::string("samples\tlocation=b.c") + ProfileWriter::cut_marker +
+                                            "runtime\ttime=3\n" + ProfileWriter::format_experiment(sample_experiment()));
+  analysis::Profile p;
+  std::istringstream in(text);
+  analysis::read_profile(in, "p.coz", p);
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("p.coz:4: record cut short by a failed write"), std::string::npos) << p.warnings[0];
+  EXPECT_EQ(p.samples.count("b.c:1"), 0u);
+  EXPECT_EQ(p.runtime_ns, 4u);
+  EXPECT_EQ(p.experiments.size(), 1u);
+}
+
+// Records after the cut one in the same block get their try: a short write
+// that ends right after a record's newline cuts nothing.
+TEST(ProfileWriter, AShortWriteAtARecordBoundaryCutsNothing) {
+  const std::string path = temporary_profile();
+  ProfileWriter w(&SmallDisk::write);
+  std::string error;
+  ASSERT_TRUE(w.open(path, error)) << error;
+  SmallDisk::disk.clear();
+  const std::string first = "samples\tlocation=a.c:1\tcount=1\n";
+  SmallDisk::room = first.size();
+  w.write_samples({{"a.c:1", 1, ""}, {"a.c:2", 2, ""}});
+  SmallDisk::room = 1000;
+  w.write_runtime(5);
+  unlink(path.c_str());
+  EXPECT_EQ(SmallDisk::disk, first + "runtime\ttime=5\n");
+}
+
+// Never through a symbolic link (one planted in a shared directory), never
+// a FIFO (the open would block until a reader came), never a device.
+TEST(ProfileWriter, OpensOnlyARegularFileAndNeverFollowsALink) {
+  char dir[] = "/tmp/coz-writer-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string victim = std::string(dir) + "/victim", link = std::string(dir) + "/link";
+  const std::string fifo = std::string(dir) + "/fifo";
+  std::ofstream(victim) << "precious\n";
+  ASSERT_EQ(symlink(victim.c_str(), link.c_str()), 0);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  for (const std::string& path : {link, fifo, std::string("/dev/null")}) {
+    ProfileWriter w;
+    std::string error;
+    EXPECT_FALSE(w.open(path, error)) << path;
+    EXPECT_NE(error.find(path), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << "one line: " << error;
+    w.write_runtime(1);
+  }
+  std::ifstream in(victim);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), "precious\n");
+  for (const std::string& path : {link, fifo, victim}) unlink(path.c_str());
+  rmdir(dir);
 }
 
 }  // namespace

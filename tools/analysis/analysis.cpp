@@ -340,7 +340,8 @@ std::vector<Stability> stability(const Profile& profile, const AnalysisOptions& 
 
 std::string function_of_unit(const Profile& profile, const std::string& name) {
   std::string best;
-  for (const auto& [location, function] : profile.functions) {
+  for (const auto& [location, s] : profile.samples) {
+    const std::string& function = s.function;
     if (function.size() <= best.size() || name.size() <= function.size()) continue;
     size_t at = name.size() - function.size();
     if (name[at - 1] == ':' && name.compare(at, std::string::npos, function) == 0) best = function;
@@ -356,10 +357,10 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
   result.warnings = profile.warning_places;
   result.profile = conventional_profile(profile);
   if (profile.sampling.processes > 0) result.sampling = profile.sampling;
-  for (const auto& [location, count] : profile.samples) {
+  for (const auto& [location, s] : profile.samples) {
     // Saturating: the reader already caps each count, garbage must not wrap the sum.
     uint64_t room = std::numeric_limits<uint64_t>::max() - result.total_samples;
-    result.total_samples += std::min(count, room);
+    result.total_samples += std::min(s.count, room);
   }
 
   std::vector<const Experiment*> experiments;
@@ -369,17 +370,17 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
   result.points = std::move(causal.points);
   result.effects = std::move(causal.effects);
   for (LineEffect& eff : result.effects) {
-    if (auto it = profile.samples.find(eff.line); it != profile.samples.end()) {
-      eff.samples = it->second;
+    auto found = profile.samples.find(eff.line);
+    if (found != profile.samples.end()) {
+      eff.samples = found->second.count;
+      if (!found->second.function.empty()) eff.function = found->second.function;
     } else if (std::string unit = function_of_unit(profile, eff.line); !unit.empty()) {
       eff.function = unit;  // a function unit (coz run --granularity function): all the lines of the function
       eff.function_unit = true;
-      for (const auto& [location, function] : profile.functions) {
-        if (function != unit) continue;
-        if (auto s = profile.samples.find(location); s != profile.samples.end()) eff.samples += s->second;
+      for (const auto& [location, s] : profile.samples) {
+        if (s.function == unit) eff.samples += s.count;
       }
     }
-    if (auto it = profile.functions.find(eff.line); it != profile.functions.end()) eff.function = it->second;
     if (auto it = result.profile.callees.find(eff.line); it != result.profile.callees.end()) eff.callee = it->second;
     if (result.total_samples > 0) {
       eff.sample_share = static_cast<double>(eff.samples) / static_cast<double>(result.total_samples);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -125,7 +126,9 @@ struct LineSamples {
   std::string function;
   uint64_t samples = 0;
   double share = 0.0;
-  std::optional<Callee> callee;
+  // Shared, not inline: a profile can have millions of lines, few of them
+  // with a callee (an inline Callee made every line 80 bytes larger).
+  std::shared_ptr<const Callee> callee;
 };
 struct FunctionSamples {
   std::string function;

@@ -15,7 +15,20 @@ namespace {
 // the output keeps one effect / curve point per line, readable in a diff.
 class Json {
  public:
+  Json() = default;
+  /// Writes to `sink` as it goes, a piece at a time: the JSON of a profile
+  /// with millions of lines is hundreds of MB, which need not sit in memory.
+  explicit Json(std::ostream* sink) : sink_(sink) {}
+
   std::string out;
+
+  /// Hands what is written so far to the sink (nothing without one).
+  void flush() {
+    if (sink_ && !out.empty()) {
+      sink_->write(out.data(), static_cast<std::streamsize>(out.size()));
+      out.clear();
+    }
+  }
 
   Json& key(std::string_view k) {
     string(k);
@@ -119,15 +132,18 @@ class Json {
     for (const T& item : items) {
       newline(indent);
       each(item);
+      if (out.size() >= flush_bytes) flush();
     }
     if (!items.empty()) closing_newline(indent - 2);
     return close(']');
   }
 
  private:
+  static constexpr size_t flush_bytes = 1 << 20;
   void comma() {
     if (need_comma_) out += ", ";
   }
+  std::ostream* sink_ = nullptr;
   bool need_comma_ = false;
 };
 
@@ -142,7 +158,7 @@ void settings(Json& j, const AnalysisOptions& o) {
 }
 
 // `"callee": {...}` or `"callee": null`.
-void callee(Json& j, const std::optional<Callee>& c) {
+void callee(Json& j, const Callee* c) {
   j.key("callee");
   if (!c) {
     j.null();
@@ -187,7 +203,7 @@ void effect(Json& j, const LineEffect& e) {
   j.field("samples", e.samples).field("sample_share", e.sample_share).field("function", e.function);
   j.field("function_unit", e.function_unit);
   j.newline(5);
-  callee(j, e.callee);
+  callee(j, e.callee ? &*e.callee : nullptr);
   j.newline(5);
   j.field("measured", e.measured).field("baseline", to_string(e.baseline)).field("baseline_ns", e.baseline_ns);
   j.newline(5);
@@ -223,7 +239,7 @@ void conventional(Json& j, const ConventionalProfile& p) {
   j.array("lines", p.lines, 6, [&](const LineSamples& l) {
     j.open('{').field("location", l.location).field("function", l.function);
     j.field("samples", l.samples).field("share", l.share);
-    callee(j, l.callee);
+    callee(j, l.callee.get());
     j.close('}');
   });
   j.newline(4);
@@ -265,10 +281,7 @@ void files(Json& j, std::string_view k, const std::vector<std::string>& names, c
   j.close(']').field("experiments", a.experiments).close('}');
 }
 
-}  // namespace
-
-std::string to_json(const Analysis& a) {
-  Json j;
+void analysis_json(Json& j, const Analysis& a) {
   j.open('{');
   j.newline(2).field("format", "coz-analysis").field("version", static_cast<uint64_t>(json_schema_version));
   j.newline(2);
@@ -302,7 +315,20 @@ std::string to_json(const Analysis& a) {
   });
   j.closing_newline(0).close('}');
   j.out += '\n';
+}
+
+}  // namespace
+
+std::string to_json(const Analysis& a) {
+  Json j;
+  analysis_json(j, a);
   return j.out;
+}
+
+void write_json(std::ostream& out, const Analysis& a) {
+  Json j(&out);
+  analysis_json(j, a);
+  j.flush();
 }
 
 std::string to_json(const Comparison& c, const Analysis& before, const Analysis& after,

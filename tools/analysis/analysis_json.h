@@ -3,6 +3,7 @@
 // key, in docs/analysis.md section 11; changing it means bumping "version".
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ constexpr int json_schema_version = 1;
 /// One JSON object ending in a newline. Every documented key is always
 /// present; NaN and infinities (undefined numbers) are written as null.
 std::string to_json(const Analysis& analysis);
+/// The same, written to `out` as it is made (a large profile's JSON need not
+/// be held in memory whole).
+void write_json(std::ostream& out, const Analysis& analysis);
 
 /// `--compare --json`; the file lists name what was read for each side.
 std::string to_json(const Comparison& comparison, const Analysis& before, const Analysis& after,

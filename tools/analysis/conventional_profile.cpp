@@ -94,23 +94,29 @@ ConventionalProfile conventional_profile(const Profile& profile) {
   ConventionalProfile out;
   out.callees = top_callees(profile.stacks);
   uint64_t total = 0;
-  for (const auto& [location, count] : profile.samples) total = saturating_sum(total, count);
+  for (const auto& [location, s] : profile.samples) total = saturating_sum(total, s.count);
 
   std::map<std::string, FunctionSamples> functions;
-  for (const auto& [location, count] : profile.samples) {
-    LineSamples line{location, "", count, share(count, total), std::nullopt};
-    if (auto it = out.callees.find(location); it != out.callees.end()) line.callee = it->second;
-    if (auto it = profile.functions.find(location); it != profile.functions.end()) {
-      line.function = it->second;
-      FunctionSamples& f = functions[it->second];
-      f.function = it->second;
-      f.samples = saturating_sum(f.samples, count);
+  out.lines.reserve(profile.samples.size());  // one allocation of the right size: no growth's copy on the side
+  for (const auto& [location, s] : profile.samples) {
+    LineSamples line{location, s.function, s.count, share(s.count, total), nullptr};
+    if (auto it = out.callees.find(location); it != out.callees.end()) {
+      line.callee = std::make_shared<const Callee>(it->second);
+    }
+    if (!s.function.empty()) {
+      FunctionSamples& f = functions[s.function];
+      f.function = s.function;
+      f.samples = saturating_sum(f.samples, s.count);
       ++f.lines;
     }
     out.lines.push_back(std::move(line));
   }
-  std::stable_sort(out.lines.begin(), out.lines.end(),
-                   [](const LineSamples& a, const LineSamples& b) { return a.samples > b.samples; });
+  // Most samples first, ties in location order (the samples map's): the
+  // order a stable sort would give, sorted in place (a stable sort's buffer
+  // is half the lines again).
+  std::sort(out.lines.begin(), out.lines.end(), [](const LineSamples& a, const LineSamples& b) {
+    return a.samples != b.samples ? a.samples > b.samples : a.location < b.location;
+  });
 
   for (auto& [name, f] : functions) {
     f.share = share(f.samples, total);

@@ -190,6 +190,12 @@ struct Reader {
       warn_at(lineno, truncated ? "truncated last line, skipped" : error + ", skipped");
       return;
     }
+    if (rec.find("cut") != nullptr) {
+      // The first part of a record that a failed write cut short (a full
+      // disk), ended by the runtime's next write: not a record.
+      warn_at(lineno, "record cut short by a failed write (disk full?), skipped");
+      return;
+    }
     Fields f(rec);
     const std::string& t = rec.type;
     if (t == "experiment") {
@@ -216,9 +222,9 @@ struct Reader {
       uint64_t count = f.count("count");
       const std::string* function = rec.find("function");
       if (f.ok()) {
-        uint64_t& total = profile.samples[location];
-        total = saturating_add(total, count);
-        if (function != nullptr && !function->empty()) profile.functions[location] = *function;
+        LocationSamples& s = profile.samples[location];
+        s.count = saturating_add(s.count, count);
+        if (function != nullptr && !function->empty()) s.function = *function;
       }
     } else if (t == "stack") {
       std::string frames = f.text("frames");
@@ -335,23 +341,31 @@ bool read_profile_file(const std::string& path, Profile& profile) {
   return true;
 }
 
+namespace {
+/// Moves every entry of `from` into `into`: the keys `into` lacks as they
+/// are (map nodes change hands, nothing is copied: a file's maps can hold
+/// millions of locations, and copying them doubled the peak memory of
+/// `coz report`), then `combine(into's value, from's value)` for the others.
+template <typename Map, typename Combine>
+void move_entries(Map& into, Map& from, Combine combine) {
+  into.merge(from);
+  for (auto& [key, value] : from) combine(into.find(key)->second, value);
+  from.clear();
+}
+}  // namespace
+
 void merge_profile(Profile& into, Profile&& from) {
   std::move(from.experiments.begin(), from.experiments.end(), std::back_inserter(into.experiments));
-  for (const auto& [location, count] : from.samples) {
-    uint64_t& total = into.samples[location];
-    total = saturating_add(total, count);
-  }
-  // Later files win, as later records do within one file.
-  for (auto& [location, function] : from.functions) into.functions[location] = std::move(function);
-  for (const auto& [frames, count] : from.stacks) {
-    uint64_t& total = into.stacks[frames];
-    total = saturating_add(total, count);
-  }
-  for (const auto& [key, b] : from.blocked) {
-    BlockedTime& total = into.blocked[key];
+  auto sum = [](uint64_t& total, uint64_t count) { total = saturating_add(total, count); };
+  move_entries(into.samples, from.samples, [](LocationSamples& kept, LocationSamples& later) {
+    kept.count = saturating_add(kept.count, later.count);
+    if (!later.function.empty()) kept.function = std::move(later.function);  // later files win, as later records do
+  });
+  move_entries(into.stacks, from.stacks, sum);
+  move_entries(into.blocked, from.blocked, [](BlockedTime& total, const BlockedTime& b) {
     total.time_ns = saturating_add(total.time_ns, b.time_ns);
     total.count = saturating_add(total.count, b.count);
-  }
+  });
   into.runtime_ns = saturating_add(into.runtime_ns, from.runtime_ns);
   into.sampling.processes = saturating_add(into.sampling.processes, from.sampling.processes);
   into.sampling.samples = saturating_add(into.sampling.samples, from.sampling.samples);

@@ -60,10 +60,17 @@ struct SamplingTotals {
   uint64_t cpu_time_ns = 0;    // sum of cpu-time
 };
 
+/// The samples of one location, and the function it is in.
+struct LocationSamples {
+  uint64_t count = 0;    // summed over records
+  std::string function;  // the last non-empty `function=` of its records; empty if none
+};
+
 struct Profile {
   std::vector<Experiment> experiments;
-  std::map<std::string, uint64_t> samples;  // "FILE:LINE" -> samples (summed over records)
-  std::map<std::string, std::string> functions;  // "FILE:LINE" -> function (last non-empty `function=`)
+  // "FILE:LINE" -> its samples and function. One map, each location stored
+  // once: a long run of a big program writes millions of locations.
+  std::map<std::string, LocationSamples> samples;
   std::map<std::string, uint64_t> stacks;   // raw `frames` ("a.cpp:1;b.cpp:2") -> samples
   std::map<std::pair<std::string, std::string>, BlockedTime> blocked;  // (site, kind) -> sums
   uint64_t runtime_ns = 0;                  // summed over processes/runs

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -106,13 +107,21 @@ bool read_file(const std::string& path, std::string& out, std::string& error) {
 }
 
 // Written next to the target and renamed over it, so a failed write never
-// leaves half a report where a good one was.
+// leaves half a report where a good one was. The temporary file is a new
+// one of a name nobody can guess (mkstemp: O_CREAT | O_EXCL): at a fixed
+// name, a symbolic link planted in a shared directory would have us
+// truncate and write any file. The rename replaces a link at `path` itself,
+// never what it points to.
 bool write_file(const std::string& path, const std::string& data, std::string& error) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return error = fmt::format("cannot write {}: Is a directory", path), false;
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::string tmp = path + ".XXXXXX";
+  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) return error = fmt::format("cannot write {}: {}", path, std::strerror(errno)), false;
+  // mkstemp makes it 0600; a report is as readable as any file the user creates.
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
   size_t done = 0;
   while (done < data.size()) {
     ssize_t n = ::write(fd, data.data() + done, data.size() - done);

@@ -179,7 +179,7 @@ int report_main(int argc, char** argv) {
 
   print_warnings(profile);
   if (args.json) {
-    std::cout << analysis::to_json(result);
+    analysis::write_json(std::cout, result);
   } else {
     analysis::write_text_report(std::cout, result, text);
   }

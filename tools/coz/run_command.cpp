@@ -3,8 +3,12 @@
 // keeps its pid, its signals and its exit status.
 #include "run_command.h"
 
+#include <elf.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -96,13 +100,22 @@ std::optional<uint64_t> parse_period(const std::string& text) {
   return static_cast<uint64_t>(ns);
 }
 
-/// The output must be writable; check without creating it (nothing is written on error).
+/// The output must be a writable regular file, or creatable; checked
+/// without creating it (nothing is written on error). Not a symbolic link:
+/// one planted in a shared directory would have the program (maybe root's)
+/// append to any file; not a FIFO (the program would block before main
+/// until a reader came) nor a device (/dev/full would lose the profile
+/// silently). The runtime opens it the same way (ProfileWriter::open).
 bool output_writable(const std::string& path, std::string& error) {
   struct stat st;
-  if (stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode) || access(path.c_str(), W_OK) != 0) {
-      error = fmt::format("cannot write the profile {}: {}", path,
-                          S_ISDIR(st.st_mode) ? "is a directory" : std::strerror(EACCES));
+  if (lstat(path.c_str(), &st) == 0) {
+    const char* why = S_ISLNK(st.st_mode)  ? "it is a symbolic link (not followed)"
+                      : S_ISDIR(st.st_mode) ? "is a directory"
+                      : !S_ISREG(st.st_mode) ? "not a regular file"
+                      : access(path.c_str(), W_OK) != 0 ? std::strerror(EACCES)
+                                                         : nullptr;
+    if (why) {
+      error = fmt::format("cannot write the profile {}: {}", path, why);
       return false;
     }
     return true;
@@ -137,6 +150,54 @@ bool has_something_to_profile(const std::string& program, const std::vector<std:
     return false;
   }
   return true;
+}
+
+/// Whether the program has a program interpreter (the dynamic loader):
+/// without one (a static binary), nothing reads LD_PRELOAD.
+bool dynamically_linked(const std::string& program) {
+  int fd = open(program.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;  // not ours to judge: exec will say
+  Elf64_Ehdr header;
+  bool dynamic = true;
+  if (pread(fd, &header, sizeof header, 0) == static_cast<ssize_t>(sizeof header) &&
+      std::memcmp(header.e_ident, ELFMAG, SELFMAG) == 0 && header.e_ident[EI_CLASS] == ELFCLASS64 &&
+      header.e_phentsize == sizeof(Elf64_Phdr)) {
+    dynamic = false;
+    for (unsigned i = 0; i < header.e_phnum && !dynamic; ++i) {
+      Elf64_Phdr segment;
+      off_t at = static_cast<off_t>(header.e_phoff + i * sizeof segment);
+      if (pread(fd, &segment, sizeof segment, at) != static_cast<ssize_t>(sizeof segment)) dynamic = true;
+      else if (segment.p_type == PT_INTERP) dynamic = true;
+    }
+  }
+  close(fd);
+  return dynamic;
+}
+
+/// Why the loader will ignore LD_PRELOAD for the program (its secure mode:
+/// set-user-ID or set-group-ID to someone else, or file capabilities), or
+/// nullptr. Such bits do nothing on a file system mounted nosuid.
+const char* secure_execution(const std::string& program) {
+  struct stat st;
+  struct statvfs fs;
+  if (stat(program.c_str(), &st) != 0) return nullptr;
+  if (statvfs(program.c_str(), &fs) == 0 && (fs.f_flag & ST_NOSUID)) return nullptr;
+  if ((st.st_mode & S_ISUID) && st.st_uid != getuid()) return "set-user-ID";
+  if ((st.st_mode & S_ISGID) && st.st_gid != getgid()) return "set-group-ID";
+  if (getuid() != 0 && getxattr(program.c_str(), "security.capability", nullptr, 0) > 0) return "given file capabilities";
+  return nullptr;
+}
+
+/// A program the runtime cannot be loaded into still runs, unprofiled, and
+/// keeps its exit status; the user is told why there will be no profile.
+void warn_if_runtime_cannot_load(const std::string& program) {
+  if (!dynamically_linked(program)) {
+    fmt::print(stderr, "coz run: warning: {} is statically linked: the runtime cannot be loaded into it, "
+               "nothing will be profiled\n", program);
+  } else if (const char* why = secure_execution(program)) {
+    fmt::print(stderr, "coz run: warning: {} is {}: the loader ignores LD_PRELOAD for it, nothing will be "
+               "profiled\n", program, why);
+  }
 }
 
 std::string join_lines(const std::vector<std::string>& items) {
@@ -258,6 +319,7 @@ int run_main(int argc, char** argv) {
   }
   if (vm.count("verbose")) setenv("COZ_VERBOSE", "1", 1);
 
+  warn_if_runtime_cannot_load(*program);
   std::string preload = *runtime;
   if (const char* existing = std::getenv("LD_PRELOAD"); existing && *existing) preload += std::string(":") + existing;
   setenv("LD_PRELOAD", preload.c_str(), 1);

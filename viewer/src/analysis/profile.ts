@@ -252,6 +252,11 @@ class Reader {
       this.warnAt(lineno, truncated ? "truncated last line, skipped" : rec + ", skipped");
       return;
     }
+    if (findField(rec, "cut") !== undefined) {
+      // The first part of a record that a failed write cut short (a full disk): not a record.
+      this.warnAt(lineno, "record cut short by a failed write (disk full?), skipped");
+      return;
+    }
     const f = new Fields(rec);
     const p = this.profile;
     const t = rec.type;

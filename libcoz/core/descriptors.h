@@ -1,0 +1,54 @@
+// The runtime's own long-lived descriptors (the profile, each thread's
+// sampler, the breakpoint counters), kept out of the program's way.
+//
+// A descriptor is only a number, and the program owns the numbers: it may
+// close every one from 3 up at start-up (close_range, closefrom, a loop to
+// sysconf(_SC_OPEN_MAX)), then open its own files, which get the lowest free
+// numbers. A runtime that kept a number it had lost would then write its
+// records into the program's file, set a period or clear O_APPEND on it, and
+// close it when a thread exits. And each descriptor the runtime takes below
+// the program's limit is one the program can no longer open.
+//
+// So every long-lived descriptor of the runtime is moved at or above the
+// program's soft RLIMIT_NOFILE, where the program allocates nothing: the
+// limit is raised for the one F_DUPFD_CLOEXEC and restored at once (a
+// descriptor above a lowered limit stays valid; only new allocations are
+// limited). The program's loops up to sysconf(_SC_OPEN_MAX) never reach it,
+// and the interposed close, close_range, closefrom, dup2 and dup3 (also
+// through syscall()) pass the runtime's descriptors by, as if they were not
+// open. What cannot be interposed: a close_range or close issued with an
+// inline `syscall` instruction, and a program that raises its own limit and
+// then closes numbers it never opened that way.
+//
+// Where the hard limit equals the soft one and cannot be raised for a
+// moment (no CAP_SYS_RESOURCE, or already at fs.nr_open), there is no number
+// above the limit: the descriptor goes as high below it as it can, and then
+// counts against the program's limit.
+#pragma once
+
+namespace coz::descriptors {
+
+/// Moves `fd`, a descriptor the runtime just opened, to a number above the
+/// program's reach (see above), close-on-exec, and registers it as the
+/// runtime's. Returns the number it now has (`fd` itself is closed, unless
+/// it could not be moved). Not for signal context.
+int adopt(int fd);
+
+/// Closes a descriptor that adopt() returned, and forgets it.
+void close_own(int fd);
+
+/// Whether `fd` is one of the runtime's. Lock-free, async-signal-safe.
+bool is_runtime(int fd);
+
+/// The lowest runtime descriptor in [from, to], or -1. Async-signal-safe.
+int next_runtime(unsigned from, unsigned to);
+
+/// close_range(2) over [first, last] except the runtime's descriptors:
+/// the gaps between them are closed with one call each. -1 and errno as
+/// close_range (ENOSYS on kernels before 5.9).
+int close_range_except_runtime(unsigned first, unsigned last, int flags);
+
+/// In a forked child: the lock may have been held by a parent thread.
+void reset_after_fork();
+
+}  // namespace coz::descriptors
