@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -173,6 +174,84 @@ std::optional<analysis::Profile> read_profile(const std::string& path) {
   analysis::Profile profile;
   if (!analysis::read_profile_file(path, profile)) return std::nullopt;
   return profile;
+}
+
+std::vector<const analysis::RecordLine*> RawProfile::of(const std::string& type) const {
+  std::vector<const analysis::RecordLine*> out;
+  for (const analysis::RecordLine& r : records) {
+    if (r.type == type) out.push_back(&r);
+  }
+  return out;
+}
+
+std::vector<long> RawProfile::process_pids() const {
+  std::vector<long> pids;
+  for (const analysis::RecordLine* r : of("process")) {
+    const std::string* pid = r->find("pid");
+    pids.push_back(pid ? std::atol(pid->c_str()) : -1);
+  }
+  return pids;
+}
+
+std::map<long, size_t> RawProfile::experiments_by_pid() const {
+  std::map<long, size_t> out;
+  for (const analysis::RecordLine* r : of("experiment")) {
+    const std::string* pid = r->find("pid");
+    ++out[pid ? std::atol(pid->c_str()) : -1];
+  }
+  return out;
+}
+
+RawProfile read_raw(const std::string& path) {
+  // Every record type the format defines (docs/profile-format.md), ours and Coz's.
+  static const std::set<std::string> known = {"startup", "process",  "experiment", "throughput-point",
+                                              "progress-point", "latency-point", "samples", "runtime",
+                                              "stack", "blocked", "sampling"};
+  RawProfile raw;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return raw;
+  raw.exists = true;
+  std::ostringstream text;
+  text << in.rdbuf();
+  raw.text = text.str();
+  std::istringstream lines(raw.text);
+  int number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++number;
+    analysis::RecordLine record;
+    std::string error;
+    if (!analysis::split_record_line(line, record, error)) {
+      raw.problems.push_back("line " + std::to_string(number) + " (" + error + "): " + line.substr(0, 200));
+    } else if (!known.count(record.type)) {
+      raw.problems.push_back("line " + std::to_string(number) + " unknown record: " + line.substr(0, 200));
+    } else {
+      raw.records.push_back(std::move(record));
+    }
+  }
+  if (!raw.text.empty() && raw.text.back() != '\n') raw.problems.push_back("the file ends in a partial line");
+  return raw;
+}
+
+std::string whole_records_problem(const std::string& path, const RawProfile& raw) {
+  if (!raw.exists) return "no profile at " + path;
+  std::ostringstream out;
+  for (const std::string& p : raw.problems) out << "  " << p << "\n";
+  const std::optional<analysis::Profile> profile = read_profile(path);
+  if (!profile) out << "  the profile reader cannot open it\n";
+  else
+    for (const std::string& w : profile->warnings) out << "  reader: " << w << "\n";
+  const std::string problems = out.str();
+  return problems.empty() ? "" : "the profile has broken records:\n" + problems;
+}
+
+long long number_after(const std::string& text, const std::string& key) {
+  const std::string needle = key + "=";
+  size_t at = text.find(needle);
+  while (at != std::string::npos && at > 0 && text[at - 1] != ' ' && text[at - 1] != '\n') {
+    at = text.find(needle, at + 1);
+  }
+  if (at == std::string::npos) return -1;
+  return std::atoll(text.c_str() + at + needle.size());
 }
 
 std::vector<std::string> lines_of(const std::string& text) {

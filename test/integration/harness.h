@@ -4,12 +4,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis.h"
 #include "profile.h"
+#include "record_line.h"
 
 namespace coz_itest {
 
@@ -96,6 +98,32 @@ std::string describe_experiments(const analysis::Profile& profile);
 
 /// The ranked effects with their curves, for failure messages.
 std::string describe(const analysis::Analysis& result, size_t max_effects = 12);
+
+/// A profile file as text, each line split into a record.
+struct RawProfile {
+  bool exists = false;
+  std::string text;
+  std::vector<analysis::RecordLine> records;
+  std::vector<std::string> problems;  // lines that are not whole, known records
+
+  std::vector<const analysis::RecordLine*> of(const std::string& type) const;
+  size_t count(const std::string& type) const { return of(type).size(); }
+  /// pids of the `process` records, in file order.
+  std::vector<long> process_pids() const;
+  /// Experiments per `pid=` value; experiments without the key count under -1.
+  std::map<long, size_t> experiments_by_pid() const;
+};
+
+/// Reads `path` line by line; a missing file gives exists = false.
+RawProfile read_raw(const std::string& path);
+
+/// Empty if the file exists, ends with a newline, and every line is a whole,
+/// known record (docs/profile-format.md) that the profile reader accepts
+/// without a warning; else what is wrong.
+std::string whole_records_problem(const std::string& path, const RawProfile& raw);
+
+/// The number after "key=" in `text` (first occurrence at a word start), or -1.
+long long number_after(const std::string& text, const std::string& key);
 
 /// `n` work units scaled by $COZ_ITEST_SCALE (default 1; e.g. 2 on a slow machine).
 uint64_t scaled(uint64_t n);
