@@ -36,6 +36,9 @@ void StackTable::add(const StackFrame* frames, size_t depth) {
 std::vector<std::pair<std::string, uint64_t>> StackTable::take_new(
     const std::function<std::string(uint64_t)>& function_name) {
   std::vector<std::pair<std::string, uint64_t>> out;
+  // Two takers reading `reported` before either wrote it would both take
+  // the same samples (and one could set it back below the other's).
+  FutexGuard guard(take_lock_);
   for (Slot& slot : slots_) {
     if (!slot.ready.load(std::memory_order_acquire)) continue;
     uint64_t count = slot.count.load(std::memory_order_relaxed);

@@ -39,6 +39,8 @@ class StackTable {
 
   /// (frames "A;B;C" outermost first, count since the last call); a function
   /// frame is named by `function_name(entry address)`. Not for signal context.
+  /// Callers may overlap (the profiler thread and an exiting thread): each
+  /// sample is taken once.
   std::vector<std::pair<std::string, uint64_t>> take_new(
       const std::function<std::string(uint64_t)>& function_name);
 
@@ -53,10 +55,11 @@ class StackTable {
     uint32_t depth = 0;
     StackFrame frames[max_frames];
     std::atomic<uint64_t> count{0};
-    uint64_t reported = 0;
+    uint64_t reported = 0;  // part of count already taken, under take_lock_
   };
   Slot slots_[slot_count];
   std::atomic<uint64_t> dropped_{0};
+  FutexLock take_lock_;  // take_new's; add() never takes it
 };
 
 enum class WaitKind { Mutex, Cond, RwLock, Barrier, Join, Sem, Futex, Sleep, Signal, Io, Poll, Child, FileLock };
