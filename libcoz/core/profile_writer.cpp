@@ -37,6 +37,7 @@ bool ProfileWriter::open(const std::string& path, std::string& error) {
 
 void ProfileWriter::append(const std::string& records) {
   if (records.empty()) return;
+  FutexGuard guard(lock_);
   if (fd_ < 0 && !lazy_path_.empty()) {
     std::string error;
     std::string path = std::move(lazy_path_);
@@ -126,7 +127,9 @@ void ProfileWriter::write_startup(uint64_t realtime_ns, int pid, int parent_pid,
 }
 
 void ProfileWriter::defer_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command) {
-  deferred_ = format_startup(realtime_ns, pid, parent_pid, command);
+  std::string startup = format_startup(realtime_ns, pid, parent_pid, command);
+  FutexGuard guard(lock_);
+  deferred_ = std::move(startup);
 }
 
 void ProfileWriter::write_experiment(const ExperimentResult& e) { append(format_experiment(e)); }

@@ -2,7 +2,9 @@
 //
 // Each call formats a whole block of records and writes it with one write(2)
 // on an O_APPEND descriptor: processes sharing a file never interleave partial
-// lines, and a process killed mid-run leaves only whole records.
+// lines, and a process killed mid-run leaves only whole records. Threads may
+// write at once (the profiler thread and an exiting thread): the file, the
+// deferred startup record and the write are under one lock.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "experiment.h"
+#include "futex_lock.h"
 
 namespace coz {
 
@@ -21,7 +24,8 @@ class ProfileWriter {
   ProfileWriter(const ProfileWriter&) = delete;
   ProfileWriter& operator=(const ProfileWriter&) = delete;
 
-  /// Opens (creates) the file for appending. On failure returns false and sets `error`.
+  /// Opens (creates) the file for appending. On failure returns false and
+  /// sets `error`. At start-up, before any thread writes.
   bool open(const std::string& path, std::string& error);
   bool is_open() const { return fd_ >= 0; }
   /// Creates the file only when the first record is written (nothing may ever be).
@@ -69,8 +73,13 @@ class ProfileWriter {
   static std::string format_blocked(const std::vector<Blocked>& blocked);
   static std::string format_sampling(const SamplingTotals& totals);
 
+  /// The writer's lock, for the runtime's fork handlers (runtime.cpp), which
+  /// hold every lock of the runtime across fork().
+  FutexLock& lock() { return lock_; }
+
  private:
   void append(const std::string& block);
+  FutexLock lock_;  // guards everything below
   int fd_ = -1;
   std::string lazy_path_;
   std::string deferred_;

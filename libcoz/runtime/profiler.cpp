@@ -145,16 +145,18 @@ void Profiler::run() {
     }
     if (!drain_debts()) return;  // shutdown() ends it
 
-    ExperimentResult result;
-    bool ended;
     {
+      // Ended and written under the lock shutdown() takes: an exit meanwhile
+      // waits for these records, then writes only what is newer (written
+      // outside it, both took the same samples, or the exit ended the
+      // process between taking and writing them).
       FutexGuard guard(lock_);
       if (stopping_.load(std::memory_order_acquire)) return;
-      ended = end(result);
-    }
-    if (ended) {
-      rt_.writer.write_experiment(result);
-      write_new_samples();
+      ExperimentResult result;
+      if (end(result)) {
+        rt_.writer.write_experiment(result);
+        write_new_samples();
+      }
     }
     set_sample_period(rt_, c.sample_period_ns);  // only once the experiment has ended (see begin)
     start_line_choice();
@@ -350,9 +352,12 @@ std::vector<VisitRate> Profiler::visit_rates() {
 }
 
 void Profiler::write_new_samples() {
+  // Everything is taken before anything is written, so that the records
+  // describe the same moment: samples keep coming meanwhile (at exit too).
   std::vector<ProfileWriter::Samples> fresh;
+  std::vector<std::pair<std::string, uint64_t>> stacks;
   {
-    FutexGuard guard(rt_.lines_lock);
+    FutexGuard guard(rt_.lines_lock);  // lines, and the object list naming functions reads, grow with dlopen
     for (auto& line : rt_.lines.lines()) {
       uint64_t now = line.samples.load(std::memory_order_relaxed);
       uint64_t before = line.reported_samples.load(std::memory_order_relaxed);
@@ -361,16 +366,12 @@ void Profiler::write_new_samples() {
         line.reported_samples.store(now, std::memory_order_relaxed);
       }
     }
-  }
-  rt_.writer.write_samples(fresh);
-  std::vector<std::pair<std::string, uint64_t>> stacks;
-  {
-    FutexGuard guard(rt_.lines_lock);  // naming functions reads the object list that dlopen extends
     stacks = rt_.stacks.take_new([&](uint64_t entry) { return rt_.frames.function_name(entry); });
   }
-  rt_.writer.write_stacks(stacks);
   std::vector<ProfileWriter::Blocked> blocked;
   for (auto& b : rt_.blocked.take_new()) blocked.push_back({b.site, wait_kind_name(b.kind), b.ns, b.count});
+  rt_.writer.write_samples(fresh);
+  rt_.writer.write_stacks(stacks);
   rt_.writer.write_blocked(blocked);
 }
 
@@ -386,21 +387,20 @@ bool Profiler::sleep_unless_stopping(uint64_t ns, bool poll_points) {
 }
 
 void Profiler::shutdown() {
-  ExperimentResult result;
-  bool ended;
-  {
-    FutexGuard guard(lock_);
-    if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
-    drain_unsignalled_rings(rt_);
-    bool long_enough = running_.active && (rt_.config.end_to_end ||
-                                           sys::monotonic_ns() - running_.start_ns >= rt_.config.experiment_min_ns);
-    if (running_.active && !long_enough) {
-      running_.active = false;  // too short to measure anything: drop it
-      stop_crediting();
-    }
-    ended = end(result);
+  // Everything under the lock, so a second caller (the exiting thread while
+  // the profiler thread finishes, or the other way round) returns only once
+  // the last records are written.
+  FutexGuard guard(lock_);
+  if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
+  drain_unsignalled_rings(rt_);
+  bool long_enough = running_.active && (rt_.config.end_to_end ||
+                                         sys::monotonic_ns() - running_.start_ns >= rt_.config.experiment_min_ns);
+  if (running_.active && !long_enough) {
+    running_.active = false;  // too short to measure anything: drop it
+    stop_crediting();
   }
-  if (ended) {
+  ExperimentResult result;
+  if (end(result)) {
     if (rt_.config.end_to_end) {
       PointResult whole_run;
       whole_run.name = end_to_end_point;

@@ -74,7 +74,7 @@ class Profiler {
 
   Runtime& rt_;
   ExperimentScheduler scheduler_;
-  FutexLock lock_;  // guards running_ against shutdown() from the exiting thread
+  FutexLock lock_;  // guards running_ and the writing of records against shutdown() from the exiting thread
   std::atomic<bool> shutdown_requested_{false};  // by shutdown_from_signal
   std::atomic<bool> shut_down_{false};           // shutdown() has written the last records
   void (*signal_report_)() = nullptr;            // after_signal_shutdown
