@@ -25,6 +25,7 @@
 #include "thread_registry.h"
 #include "channels.h"
 #include "exit_signals.h"
+#include "reentrancy.h"
 #include "wait.h"
 
 using coz::catch_up;
@@ -94,7 +95,7 @@ extern "C" {
 
 /// A new thread inherits its creator's local delay: it owes nothing from before it existed.
 int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) {
-  if (!coz::runtime()) return functions().pthread_create(thread, attr, fn, arg);
+  if (!coz::runtime() || coz::in_runtime()) return functions().pthread_create(thread, attr, fn, arg);
   catch_up();
   auto* start = static_cast<ThreadStart*>(std::malloc(sizeof(ThreadStart)));
   if (!start) return EAGAIN;
@@ -476,7 +477,7 @@ sighandler_t signal(int sig, sighandler_t handler) {
 /// Registered as pthread_create's threads are: a thrd_t is a pthread_t, and
 /// the start function's int travels as the thread's result, as in glibc.
 int thrd_create(thrd_t* thread, thrd_start_t fn, void* arg) {
-  if (!coz::runtime()) return functions().thrd_create(thread, fn, arg);
+  if (!coz::runtime() || coz::in_runtime()) return functions().thrd_create(thread, fn, arg);
   auto* start = static_cast<C11Start*>(std::malloc(sizeof(C11Start)));
   if (!start) return thrd_nomem;
   *start = C11Start{fn, arg};
@@ -549,7 +550,7 @@ int cnd_broadcast(cnd_t* cond) {
 /// A library in scope that the program loads later becomes selectable too.
 void* dlopen(const char* file, int mode) {
   void* handle = functions().dlopen(file, mode);
-  if (handle) coz::on_library_loaded();
+  if (handle && !coz::in_runtime()) coz::on_library_loaded();
   return handle;
 }
 

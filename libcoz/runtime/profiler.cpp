@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "real.h"
+#include "reentrancy.h"
 #include "sampler.h"
 #include "thread_registry.h"
 
@@ -80,6 +81,7 @@ bool Profiler::start() {
 }
 
 void* Profiler::thread_main(void* self) {
+  RuntimeSection::enter_for_good();  // nothing this thread calls is the program's
   auto* profiler = static_cast<Profiler*>(self);
   profiler->take_realtime_priority();
   profiler->run();

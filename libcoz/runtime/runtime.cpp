@@ -17,6 +17,7 @@
 #include "log.h"
 #include "profiler.h"
 #include "real.h"
+#include "reentrancy.h"
 #include "sampler.h"
 #include "scope.h"
 #include "thread_registry.h"
@@ -156,12 +157,13 @@ SourceLine* resolve_fixed_line(Runtime& rt, const std::string& spec, std::string
 void on_fork_child() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
+  RuntimeSection section;
   rt->experiment.selected.store(nullptr, std::memory_order_relaxed);
   rt->ledger.end_experiment();
   rt->sample_period_ns.store(rt->config.sample_period_ns, std::memory_order_relaxed);
   rt->points.reset_lock_after_fork();  // the parent's profiler thread may have held it
   new (&rt->lines_lock) FutexLock();    // likewise (a dlopen in another parent thread)
-  rt->blocked.reset_lock_after_fork();  // likewise (a wait that ended in another parent thread)
+  new (&rt->blocked.lock()) FutexLock();  // likewise (the parent's profiler thread taking waits)
   epoll_registry_after_fork();          // likewise (an epoll_ctl)
   for (auto& line : rt->lines.lines()) {
     line.reported_samples.store(line.samples.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -192,6 +194,7 @@ void finish_profile_for_exit_signal() {
 }
 
 void start() {
+  RuntimeSection section;
   real::functions();
   std::vector<std::string> errors;
   auto* rt = new Runtime;  // never deleted: see runtime.h
@@ -325,6 +328,7 @@ void summarize_after_exit_signal() {
 void stop() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
+  RuntimeSection section;
   if (g_warn_if_never_in_scope && g_sources && g_sources->mapped.empty()) {
     std::string globs;
     for (const auto& g : rt->config.binary_scope) globs += (globs.empty() ? "" : " ") + g;
@@ -370,6 +374,7 @@ Runtime* runtime() { return g_runtime.load(std::memory_order_acquire); }
 void on_library_loaded() {
   Runtime* rt = runtime();
   if (!rt || !g_sources) return;
+  RuntimeSection section;
   FutexGuard guard(g_sources->lock);
   size_t added;
   {
@@ -390,6 +395,7 @@ void on_library_loaded() {
 extern "C" {
 
 __attribute__((visibility("default"))) coz_counter_t* _coz_get_counter(int type, const char* name) {
+  coz::RuntimeSection section;  // the registry allocates
   return coz::g_points ? coz::g_points->get_counter(type, name) : nullptr;
 }
 

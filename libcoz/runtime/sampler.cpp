@@ -325,18 +325,6 @@ int place_high(int fd) {
   return high;
 }
 
-void record_stack_bounds(ThreadState& t) {
-  pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
-  void* base = nullptr;
-  size_t size = 0;
-  if (pthread_attr_getstack(&attr, &base, &size) == 0) {
-    t.stack_low = reinterpret_cast<uintptr_t>(base);
-    t.stack_high = t.stack_low + size;
-  }
-  pthread_attr_destroy(&attr);
-}
-
 /// Each thread's CPU clock starts at zero, so a fixed first period would never
 /// sample the last partial period of a short-lived thread: with thread churn,
 /// every thread's final fraction of a period would go unseen. A random first
@@ -357,7 +345,6 @@ uint64_t first_period(const ThreadState& t, uint64_t period) {
 constexpr uint64_t min_first_period_ns = 50'000;
 
 bool start_timer_sampling(ThreadState& t, const Config& config) {
-  record_stack_bounds(t);
   sigevent sev;
   std::memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
@@ -458,7 +445,7 @@ bool install_sample_handler() {
   // must not make that call fail with EINTR.
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigfillset(&sa.sa_mask);  // nothing interrupts the handler (it touches per-thread state)
-  return sigaction(sample_signal, &sa, nullptr) == 0;
+  return real::functions().sigaction(sample_signal, &sa, nullptr) == 0;  // not our wrapper, which keeps it from the program
 }
 
 void prepare_sampling() {

@@ -1,6 +1,5 @@
 #include "thread_registry.h"
 
-#include <execinfo.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -11,7 +10,9 @@
 #include "log.h"
 #include "real.h"
 #include "runtime.h"
+#include "reentrancy.h"
 #include "sampler.h"
+#include "unwinder.h"
 
 namespace coz {
 namespace {
@@ -37,6 +38,18 @@ void unblock_sample_signal() {
   real::functions().pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
+void record_stack_bounds(ThreadState& t) {
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  void* base = nullptr;
+  size_t size = 0;
+  if (pthread_attr_getstack(&attr, &base, &size) == 0) {
+    t.stack_low = reinterpret_cast<uintptr_t>(base);
+    t.stack_high = t.stack_low + size;
+  }
+  pthread_attr_destroy(&attr);
+}
+
 }  // namespace
 
 ThreadState* current_thread() { return tls_thread; }
@@ -46,8 +59,10 @@ ThreadState* current_thread() { return tls_thread; }
 [[gnu::noinline]] void register_current_thread(uint64_t creator_local) {
   Runtime* rt = runtime();
   if (!rt || tls_thread) return;
+  RuntimeSection section;
   auto* t = new ThreadState;
   t->tid = sys::gettid();
+  record_stack_bounds(*t);
   rt->ledger.start_thread(t->ledger, creator_local);
   pthread_once(&g_exit_key_once, &make_exit_key);
   pthread_setspecific(g_exit_key, t);  // non-null value: the destructor runs at thread exit
@@ -81,6 +96,7 @@ void reset_live_threads_after_fork() {
   ThreadState* t = tls_thread;
   Runtime* rt = runtime();
   if (!t) return;
+  RuntimeSection section;
   // A thread that exits wakes its joiner: pay first, as any waker does.
   if (rt) rt->ledger.catch_up(t->ledger);
   {
@@ -136,23 +152,23 @@ void thread_catch_up() {
 void record_blocked(WaitKind kind, uint64_t ns) {
   constexpr uint64_t min_blocked_ns = 10'000;  // shorter: the wait did not really block
   Runtime* rt = runtime();
-  if (!rt || !tls_thread || ns < min_blocked_ns) return;
-  // A signal handler's own wait (a read in a handler) that interrupted this
-  // very function would deadlock on the table's lock or on backtrace()'s
-  // loader lock: its record is dropped.
-  static thread_local bool recording = false;
-  if (recording) return;
-  recording = true;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ThreadState* t = tls_thread;
+  if (!rt || !t || ns < min_blocked_ns || t->stack_high == 0) return;
   // The wait site is a few frames up (this function, the wrapper, maybe a
-  // C++ library layer, then the program); unwinding is the cost here.
-  void* frames[6];
-  int depth = backtrace(frames, 6);  // unwinds through .eh_frame: no frame pointers needed
+  // C++ library layer, then the program). The wrapped call may have just
+  // taken the program's lock: the walk is the sampling path's (no
+  // allocation, no lock), not backtrace(), which may allocate or lock in
+  // libgcc, where a program's allocator wrapped in a pthread mutex would
+  // wait for the very mutex this thread holds.
+  constexpr size_t max_frames = 8;
+  UnwindFrame frames[max_frames];
+  UnwindStop stop;
+  const UnwindRegisters regs = current_registers();
+  const StackMemory stack = StackMemory::live(regs.sp, t->stack_high);
+  const size_t depth = unwind(rt->frames.tables(), regs, stack, frames, max_frames, stop);
   SourceLine* site = nullptr;
-  for (int i = 1; i < depth && !site; ++i) site = rt->lines.find(reinterpret_cast<uintptr_t>(frames[i]) - 1);
+  for (size_t i = 1; i < depth && !site; ++i) site = rt->lines.find(frames[i].pc);
   rt->blocked.add(site, kind, ns);
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  recording = false;
 }
 
 uint64_t thread_local_delay() {

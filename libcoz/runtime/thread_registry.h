@@ -40,6 +40,8 @@ struct ThreadState {
   // pointers within the thread's stack.
   bool timer_mode = false;
   timer_t timer{};
+  // The thread's stack (0, 0 when unknown): for the timer fallback's walks,
+  // and the walks that find a wait's site (record_blocked).
   uintptr_t stack_low = 0, stack_high = 0;
   int breakpoint_fd[max_breakpoints] = {-1, -1, -1, -1};  // --progress/--latency counters
   PerfRing ring;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -53,6 +54,60 @@ TEST(StackTable, ConcurrentTakersTakeEachSampleOnce) {
   for (auto& [folded, count] : table->take_new(function_name)) taken[0] += count;
   EXPECT_EQ(table->dropped(), 0u);
   EXPECT_EQ(taken[0] + taken[1], added) << "samples taken twice (more) or lost (fewer)";
+}
+
+// Waits are recorded from many threads with no lock (right after the call
+// they wrapped returned, possibly holding the program's lock) while the
+// profiler takes what is new: every wait counted once, with its time.
+TEST(BlockedTable, WaitsFromManyThreadsAreEachTakenOnce) {
+  auto table = std::make_unique<BlockedTable>();
+  constexpr int threads = 3, waits_each = 100'000;
+  std::vector<std::thread> waiters;
+  for (int w = 0; w < threads; ++w) {
+    waiters.emplace_back([&table, w] {
+      for (int i = 0; i < waits_each; ++i) table->add(nullptr, i % 2 ? WaitKind::Mutex : WaitKind::Cond, 10 + w);
+    });
+  }
+  std::map<std::pair<std::string, int>, std::pair<uint64_t, uint64_t>> totals;  // (site, kind) -> (ns, count)
+  auto take = [&] {
+    for (const auto& e : table->take_new()) {
+      auto& t = totals[{e.site, static_cast<int>(e.kind)}];
+      t.first += e.ns;
+      t.second += e.count;
+    }
+  };
+  for (int i = 0; i < 200; ++i) take();
+  for (auto& th : waiters) th.join();
+  take();
+  ASSERT_EQ(totals.size(), 2u);
+  uint64_t count = 0, ns = 0;
+  for (const auto& [key, t] : totals) {
+    EXPECT_EQ(key.first, "?");
+    ns += t.first;
+    count += t.second;
+  }
+  EXPECT_EQ(count, uint64_t{threads} * waits_each);
+  EXPECT_EQ(ns, uint64_t{waits_each} * (10 + 11 + 12));
+  EXPECT_EQ(table->dropped(), 0u);
+}
+
+TEST(BlockedTable, SitesAndKindsAreKeptApart) {
+  auto table = std::make_unique<BlockedTable>();
+  SourceLine a, b;
+  a.file = "a.c";
+  a.line = 1;
+  b.file = "b.c";
+  b.line = 2;
+  table->add(&a, WaitKind::Mutex, 5);
+  table->add(&a, WaitKind::FileLock, 7);
+  table->add(&b, WaitKind::Mutex, 11);
+  table->add(&a, WaitKind::Mutex, 13);
+  std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>> got;
+  for (const auto& e : table->take_new()) got[{e.site, wait_kind_name(e.kind)}] = {e.ns, e.count};
+  std::map<std::pair<std::string, std::string>, std::pair<uint64_t, uint64_t>> want = {
+      {{"a.c:1", "mutex"}, {18, 2}}, {{"a.c:1", "flock"}, {7, 1}}, {{"b.c:2", "mutex"}, {11, 1}}};
+  EXPECT_EQ(got, want);
+  EXPECT_TRUE(table->take_new().empty()) << "nothing new since";
 }
 
 }  // namespace
