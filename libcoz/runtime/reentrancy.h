@@ -14,6 +14,8 @@
 // shapes (wait.h) and the few wrappers with more to do check in_runtime().
 #pragma once
 
+#include <signal.h>
+
 #include <atomic>
 
 namespace coz {
@@ -48,6 +50,25 @@ class RuntimeSection {
 
  private:
   bool outer_;
+};
+
+/// Holds the program's asynchronous signals back for its scope (they are
+/// delivered when it ends), around the runtime's work that holds locks its
+/// exit path needs: a handler of the program that called exit() there
+/// would run the runtime's last records on this thread, which would wait
+/// forever for the lock the interrupted work holds (mapping a library
+/// loaded with dlopen, the thread list). Faults (SIGSEGV, SIGBUS, ...) stay
+/// deliverable, and so does the sample signal, whose handler takes no lock.
+/// Two system calls: for work that is rare or long, not for every wait.
+class SignalsDeferred {
+ public:
+  SignalsDeferred();
+  ~SignalsDeferred();
+  SignalsDeferred(const SignalsDeferred&) = delete;
+  SignalsDeferred& operator=(const SignalsDeferred&) = delete;
+
+ private:
+  sigset_t outer_;
 };
 
 }  // namespace coz

@@ -375,6 +375,7 @@ void on_library_loaded() {
   Runtime* rt = runtime();
   if (!rt || !g_sources) return;
   RuntimeSection section;
+  SignalsDeferred deferred;  // mapping takes milliseconds, holding the line map's lock
   FutexGuard guard(g_sources->lock);
   size_t added;
   {
@@ -396,6 +397,7 @@ extern "C" {
 
 __attribute__((visibility("default"))) coz_counter_t* _coz_get_counter(int type, const char* name) {
   coz::RuntimeSection section;  // the registry allocates
+  coz::SignalsDeferred deferred;  // under the lock the last experiment's records take
   return coz::g_points ? coz::g_points->get_counter(type, name) : nullptr;
 }
 

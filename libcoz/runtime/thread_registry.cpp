@@ -75,6 +75,7 @@ ThreadState* current_thread() { return tls_thread; }
     static std::atomic<bool> warned{false};
     log::warn_once(warned, "{}", error);
   }
+  SignalsDeferred deferred;  // under the lock the exit's last records take
   FutexGuard guard(g_list_lock);
   g_threads.push_back(t);
 }
@@ -102,6 +103,7 @@ void reset_live_threads_after_fork() {
   {
     // Leaving the list and handing over the breakpoint counts happen
     // together, so the profiler's sums never lose or double a thread's visits.
+    SignalsDeferred deferred;  // under the lock the exit's last records take
     FutexGuard guard(g_list_lock);
     for (size_t i = 0; i < g_threads.size(); ++i) {
       if (g_threads[i] == t) {
