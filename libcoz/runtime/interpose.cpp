@@ -8,10 +8,12 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <linux/io_uring.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <threads.h>
 #include <time.h>
@@ -79,6 +81,13 @@ const sigset_t* without_sample_signal(int how, const sigset_t* set, sigset_t& co
 /// is the runtime's, and a program that resets every signal must not turn
 /// sampling into a fatal signal.
 struct sigaction g_program_sample_action = {};
+
+/// seccomp strict mode, entered through prctl or seccomp(2): only read,
+/// write, _exit and sigreturn remain (seal_current_thread).
+bool enters_strict_mode(long number, long a1, long a2) {
+  return (number == SYS_prctl && a1 == PR_SET_SECCOMP && a2 == SECCOMP_MODE_STRICT) ||
+         (number == SYS_seccomp && a1 == SECCOMP_SET_MODE_STRICT);
+}
 
 bool is_futex_lock(int op) { return op == FUTEX_LOCK_PI || op == FUTEX_LOCK_PI2; }
 bool is_futex_wait(int op) { return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET || op == FUTEX_WAIT_REQUEUE_PI; }
@@ -313,6 +322,7 @@ long syscall(long number, ...) {
   long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
   va_end(ap);
   auto real = [&] { return functions().syscall(number, a1, a2, a3, a4, a5, a6); };
+  if (enters_strict_mode(number, a1, a2)) coz::seal_current_thread();
   switch (number) {
     case SYS_futex: {
       int op = static_cast<int>(a2) & FUTEX_CMD_MASK;
@@ -543,6 +553,20 @@ int cnd_signal(cnd_t* cond) {
 int cnd_broadcast(cnd_t* cond) {
   catch_up();
   return functions().cnd_broadcast(cond);
+}
+
+// ---- seccomp ------------------------------------------------------------------------
+
+/// Strict mode leaves a thread read, write, _exit and sigreturn: the runtime
+/// must make no other call on it (its sample handler's would kill it).
+int prctl(int option, ...) {
+  va_list ap;
+  va_start(ap, option);
+  unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+  unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+  va_end(ap);
+  if (enters_strict_mode(SYS_prctl, option, static_cast<long>(a2))) coz::seal_current_thread();
+  return functions().prctl(option, a2, a3, a4, a5);
 }
 
 // ---- libraries loaded at run time ------------------------------------------------

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 
@@ -89,6 +90,10 @@ void* Profiler::thread_main(void* self) {
   // exited): finish the profile and exit, so that glibc, seeing its last
   // thread leave, ends the process with status 0 as it would without us.
   if (profiler->program_gone()) profiler->shutdown();
+  // The main thread left without exit() (a raw SYS_exit, or killed under
+  // seccomp strict mode) and no other thread of the program is left: the
+  // process would have ended when that thread did.
+  if (profiler->main_left_alone_) profiler->end_process_as_main_left();
   return nullptr;
 }
 
@@ -109,8 +114,45 @@ void Profiler::take_realtime_priority() {
 
 /// Every program thread has exited, or a terminating signal is ending the
 /// process (shutdown_from_signal): either way, the profile must be finished.
-bool Profiler::program_gone() const {
-  return live_thread_count() == 0 || shutdown_requested_.load(std::memory_order_acquire);
+bool Profiler::program_gone() {
+  return live_thread_count() == 0 || shutdown_requested_.load(std::memory_order_acquire) || main_left_alone();
+}
+
+/// A thread that ends with a raw SYS_exit runs no thread-exit handler, so
+/// the thread registry still counts it: the kernel's count says when only
+/// the runtime's own thread is left. Without this, a program whose last
+/// thread left that way never ended (this thread blocks every signal, so
+/// not even SIGTERM ended it). One read of /proc per check (~20 us here).
+bool Profiler::main_left_alone() {
+  constexpr uint64_t main_check_interval_ns = 50'000'000;  // how late the process may end: 50 ms
+  constexpr int runtime_threads = 1;                       // this one
+  if (main_left_alone_) return true;
+  uint64_t now = sys::monotonic_ns();
+  if (now < next_main_check_ns_) return false;
+  next_main_check_ns_ = now + main_check_interval_ns;
+  std::optional<ProcessThreads> threads = read_process_threads();
+  if (!threads || !threads->main_exited) return false;
+  if (threads->others > runtime_threads) {
+    main_outlived_ = true;
+    return false;
+  }
+  main_status_ = threads->main_status;
+  main_left_alone_ = true;
+  return true;
+}
+
+void Profiler::end_process_as_main_left() {
+  // Another thread outlived the main thread: the process ends when the last
+  // thread leaves, with that thread's status, which is 0 for a thread that
+  // glibc ended; returning from this thread does just that.
+  if (main_outlived_) pthread_exit(nullptr);
+  // The main thread was the last: the status is its own. Killed (seccomp
+  // strict kills a thread with SIGKILL), the process dies of the same signal.
+  if (WIFSIGNALED(main_status_)) sys::raw_syscall6(SYS_tgkill, sys::getpid(), sys::gettid(), WTERMSIG(main_status_));
+  // Not through glibc's thread exit, which would leave status 0: this
+  // thread's exit is the process's, with the main thread's status. No
+  // atexit handler runs, as none would have.
+  for (;;) sys::raw_syscall6(SYS_exit, WIFEXITED(main_status_) ? WEXITSTATUS(main_status_) : 0);
 }
 
 void Profiler::shutdown_from_signal(uint64_t timeout_ns) {

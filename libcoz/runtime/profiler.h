@@ -50,7 +50,14 @@ class Profiler {
   /// A line chosen in proportion to its samples since start_line_choice; nullptr if none yet.
   SourceLine* choose_line();
   SourceLine* wait_for_fixed_line();
-  bool program_gone() const;
+  /// Every program thread has exited, or a terminating signal is ending the process.
+  bool program_gone();
+  /// The main thread left without exit() and no other program thread is
+  /// left (read_process_threads, at most every main_check_interval_ns).
+  bool main_left_alone();
+  /// After the last records, when main_left_alone(): ends the process as
+  /// the last program thread left it.
+  [[noreturn]] void end_process_as_main_left();
   void begin(SourceLine* line, double speedup);
   /// Stops the delays of the running experiment. Caller holds lock_.
   void stop_crediting();
@@ -81,6 +88,11 @@ class Profiler {
   Running running_;
   std::atomic<bool> stopping_{false};
   uint64_t quiet_drain_ns_;  // longest sleep in a quiet run (drain_unsignalled_rings)
+  // main_left_alone's state (profiler thread only).
+  uint64_t next_main_check_ns_ = 0;
+  bool main_left_alone_ = false;
+  bool main_outlived_ = false;  // another program thread was still alive after the main thread left
+  int main_status_ = 0;
   std::vector<uint64_t> choice_base_;  // each line's samples when the choice window started (by index)
 };
 

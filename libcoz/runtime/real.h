@@ -11,6 +11,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -79,6 +80,7 @@ namespace coz::real {
   X(sigaction, true, nullptr)                                  \
   X(signal, true, nullptr)                                     \
   X(dlopen, true, nullptr)                                     \
+  X(prctl, true, nullptr)                                      \
   COZ_REAL_IO_FUNCTIONS(X)                                     \
   COZ_REAL_C11_FUNCTIONS(X)
 

@@ -1,7 +1,12 @@
 #include "thread_registry.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
 
 #include <vector>
 
@@ -171,6 +176,64 @@ void record_blocked(WaitKind kind, uint64_t ns) {
   SourceLine* site = nullptr;
   for (size_t i = 1; i < depth && !site; ++i) site = rt->lines.find(frames[i].pc);
   rt->blocked.add(site, kind, ns);
+}
+
+std::optional<ProcessThreads> read_process_threads() {
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[1024];
+  ssize_t n = sys::read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return std::nullopt;
+  buf[n] = '\0';
+  // "pid (comm) state ...": comm may hold spaces and parentheses, so the
+  // fields are counted from the last ')'. Field 3 is the state, 20 the
+  // number of threads, 52 the exit code (Linux 3.5+) -- all of the main
+  // thread's for the process's own stat file.
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return std::nullopt;
+  ProcessThreads threads;
+  long threads_alive = -1;
+  for (int field = 2; *p; ++p) {
+    if (*p != ' ') continue;
+    ++field;
+    if (field == 3) threads.main_exited = p[1] == 'Z' || p[1] == 'X';
+    if (field == 20) threads_alive = std::strtol(p + 1, nullptr, 10);
+    if (field == 52) threads.main_status = static_cast<int>(std::strtol(p + 1, nullptr, 10));
+  }
+  if (threads_alive < 1) return std::nullopt;
+  threads.others = static_cast<int>(threads_alive) - 1;  // the main thread counts until the process ends
+  return threads;
+}
+
+void seal_current_thread() {
+  ThreadState* t = tls_thread;
+  Runtime* rt = runtime();
+  if (!t || !rt || in_runtime()) return;
+  {
+    RuntimeSection section;
+    rt->ledger.pre_block(t->ledger);  // from now on as if blocked: it owes nothing, and never pays
+    {
+      SignalsDeferred deferred;
+      FutexGuard guard(g_list_lock);
+      for (size_t i = 0; i < g_threads.size(); ++i) {
+        if (g_threads[i] == t) {
+          g_threads[i] = g_threads.back();
+          g_threads.pop_back();
+          break;
+        }
+      }
+      close_thread_breakpoints(rt->breakpoints, *t);
+    }
+    stop_sampling(*t);
+    // A sample signal already on its way would run the handler, whose
+    // system calls strict mode punishes with SIGKILL: it stays pending.
+    sigset_t sample;
+    sigemptyset(&sample);
+    sigaddset(&sample, sample_signal);
+    sys::raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&sample), 0, 8);
+  }
+  RuntimeSection::enter_for_good();  // its calls pass straight through the wrappers from now on
 }
 
 uint64_t thread_local_delay() {
