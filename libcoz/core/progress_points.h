@@ -84,9 +84,9 @@ class ProgressPoints {
     return points_.size();
   }
 
-  /// In a forked child: the lock may have been copied while held by a thread
-  /// that does not exist there.
-  void reset_lock_after_fork() { new (&lock_) FutexLock(); }
+  /// The registry's lock, for the runtime's fork handlers (runtime.cpp),
+  /// which hold every lock of the runtime across fork().
+  FutexLock& lock() { return lock_; }
 
  private:
   ProgressPoint& find_or_add(std::string_view name, ProgressPoint::Kind kind);

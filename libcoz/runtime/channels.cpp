@@ -135,6 +135,6 @@ int epoll_descriptor(int epfd, uint64_t data) {
   return it == r.descriptor_of.end() ? -1 : it->second;
 }
 
-void epoll_registry_after_fork() { new (&registry().lock) FutexLock(); }
+FutexLock& epoll_registry_lock() { return registry().lock; }
 
 }  // namespace coz

@@ -62,8 +62,11 @@ class RuntimeSection {
 /// Two system calls: for work that is rare or long, not for every wait.
 class SignalsDeferred {
  public:
-  SignalsDeferred();
-  ~SignalsDeferred();
+  SignalsDeferred() { hold(outer_); }
+  ~SignalsDeferred() { release(outer_); }
+  /// The same across calls (the fork handlers): `outer` keeps the mask to restore.
+  static void hold(sigset_t& outer);
+  static void release(const sigset_t& outer);
   SignalsDeferred(const SignalsDeferred&) = delete;
   SignalsDeferred& operator=(const SignalsDeferred&) = delete;
 

@@ -644,6 +644,13 @@ void unmap_retired_rings(uint64_t budget_ns) {
   }
 }
 
+FutexLock& retired_rings_lock() { return g_retired_lock; }
+
+void forget_retired_rings() {
+  FutexGuard guard(g_retired_lock);
+  g_retired.clear();
+}
+
 void forget_inherited_sampler(ThreadState& t) {
   t.timer_mode = false;  // POSIX timers are not inherited by a forked child
   for (auto [fd, ring] : {std::pair{&t.perf_fd, &t.ring}, std::pair{&t.kernel_fd, &t.kernel_ring}}) {

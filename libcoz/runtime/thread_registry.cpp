@@ -93,8 +93,8 @@ int live_thread_count() { return g_live_threads.load(std::memory_order_acquire);
 
 void reset_live_threads_after_fork() {
   g_live_threads.store(tls_thread ? 1 : 0, std::memory_order_release);
-  new (&g_list_lock) FutexLock();  // another thread may have held it at fork time
-  g_threads.clear();              // only the forking thread exists here
+  FutexGuard guard(g_list_lock);
+  g_threads.clear();  // only the forking thread exists here
   if (tls_thread) g_threads.push_back(tls_thread);
 }
 

@@ -105,7 +105,8 @@ void for_each_thread(F&& f) {
   for (auto it = thread_list_begin(); it != thread_list_end(); ++it) f(**it);
 }
 
-/// In a forked child: only the forking thread exists.
+/// In a forked child: only the forking thread exists (call with
+/// thread_list_lock() free).
 void reset_live_threads_after_fork();
 
 // The delay protocol for the interposed calls; no-ops when the calling

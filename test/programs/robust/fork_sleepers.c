@@ -1,11 +1,12 @@
 // fork_sleepers: a multithreaded program that forks children that sleep.
 //
-// Four threads keep doing what a server's threads do: short sleeps, a
-// contended mutex, short threads started and joined. Meanwhile the main
-// thread forks --forks children one after the other; each child sleeps in
-// short steps (usleep), starts and joins threads, and exits with status 0.
-// A child that has not exited within --child-ms is killed and counted as
-// hung.
+// Four threads keep doing what a server's threads do: work down many
+// different call paths (so the profiler has many call stacks to write),
+// short sleeps, a contended mutex, short threads started and joined.
+// Meanwhile the main thread forks --forks children one after the other;
+// each child sleeps in short steps (usleep), starts and joins threads, and
+// exits with status 0. A child that has not exited within --child-ms is
+// killed and counted as hung.
 //
 // Prints "fork_sleepers forks=N ok=K hung=H" and exits 0 when every child
 // exited with status 0 in time, 1 otherwise.
@@ -38,6 +39,21 @@ static void spin(uint64_t n) {
   g_sink = x;
 }
 
+/// Work down one of 2^depth call paths: each is a different call stack.
+__attribute__((noinline)) static uint64_t descend(uint64_t x, int depth, uint64_t path) {
+  if (depth == 0) {
+    spin(3000);
+    return x + g_sink;
+  }
+  uint64_t y;
+  if (path & 1) {
+    y = descend(x + 1, depth - 1, path >> 1);
+  } else {
+    y = descend(x + 2, depth - 1, path >> 1);
+  }
+  return y ^ (uint64_t)depth;  // not a tail call: every level keeps its frame
+}
+
 static void* nothing(void* arg) { return arg; }
 
 static void short_thread(void) {
@@ -45,10 +61,12 @@ static void short_thread(void) {
   if (pthread_create(&t, NULL, nothing, NULL) == 0) pthread_join(t, NULL);
 }
 
-/// A parent thread: sleeps, contends for the mutex, starts short threads.
+/// A parent thread: works, sleeps, contends for the mutex, starts short threads.
 static void* busy(void* arg) {
-  (void)arg;
+  uint64_t path = (uintptr_t)arg;
   while (!atomic_load(&g_stop)) {
+    path = path * 6364136223846793005ULL + 1442695040888963407ULL;
+    g_sink += descend(path, 10, path >> 20);
     usleep(50);
     pthread_mutex_lock(&g_lock);
     spin(2000);
@@ -92,7 +110,7 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--child-ms") == 0) child_ms = atof(argv[i + 1]);
   }
   pthread_t threads[4];
-  for (int i = 0; i < 4; ++i) pthread_create(&threads[i], NULL, busy, NULL);
+  for (int i = 0; i < 4; ++i) pthread_create(&threads[i], NULL, busy, (void*)(uintptr_t)(i + 1));
   usleep(20000);  // the threads are busy before the first fork
   int ok = 0, hung = 0;
   for (int i = 0; i < forks; ++i) {
