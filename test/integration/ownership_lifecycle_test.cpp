@@ -274,5 +274,38 @@ TEST_F(LifecycleTest, AllocatorThatTakesAPthreadMutex) {
   EXPECT_TRUE(mutex_waits) << "no blocked record of kind mutex: the waits for the allocator's mutex went unrecorded";
 }
 
+// ======================================================================================
+// Limits said, not silent (item 18)
+// ======================================================================================
+
+// Threads descending down 2^15 call paths sampled every 50 us give more
+// distinct call stacks than the runtime's stack table holds (it is fixed:
+// the sampling path cannot allocate). The samples whose stacks found no
+// room must be counted in the profile (`sampling` record, stacks-dropped=),
+// so that the stack records plus them account for the in-scope samples, and
+// `coz report` must say the stack view is partial.
+TEST_F(LifecycleTest, StacksBeyondTheTableAreCountedAndReported) {
+  const std::vector<std::string> program = {MANY_PATHS_EXE, "--threads", "2", "--depth", "15", "--leaf", "3000",
+                                            "--ms", "600"};
+  const ProcessResult result = run({"--period", "50us", "--fixed-speedup", "0"}, program, std::chrono::seconds(20));
+  ASSERT_TRUE(result.exited && result.exit_status == 0) << describe(result);
+  const RawProfile raw = whole_profile();
+  ASSERT_EQ(raw.count("sampling"), 1u) << raw.text.substr(0, 2000);
+  const analysis::RecordLine& sampling = *raw.of("sampling").front();
+  const uint64_t in_scope = field(sampling, "in-scope");
+  const uint64_t stacks = sum_of(raw, "stack", "count");
+  ASSERT_NE(sampling.find("stacks-dropped"), nullptr)
+      << "in-scope " << in_scope << ", in stack records " << stacks << ": the rest is not accounted for";
+  const uint64_t dropped = field(sampling, "stacks-dropped");
+  EXPECT_GT(dropped, 0u);
+  EXPECT_LE(stacks + dropped, in_scope);
+  EXPECT_GE(stacks + dropped + in_scope / 100, in_scope) << "samples neither in a stack record nor dropped";
+  const ProcessResult report = run_process({COZ_EXE, "report", "--no-color", profile_path()}, scratch_);
+  EXPECT_TRUE(report.exited && report.exit_status == 0) << describe(report);
+  std::string text = report.out;
+  std::replace(text.begin(), text.end(), '\n', ' ');  // the report wraps its lines
+  EXPECT_NE(text.find("in-scope samples have no call stack"), std::string::npos) << report.out;
+}
+
 }  // namespace
 }  // namespace coz_itest

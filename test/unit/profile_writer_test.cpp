@@ -151,6 +151,17 @@ TEST(ProfileWriter, ThreadsWritingAtOnceShareOneStartupRecord) {
   }
 }
 
+TEST(ProfileWriter, SamplingRecordSaysWhatTheTablesDropped) {
+  ProfileWriter::SamplingTotals t;
+  t.samples = 10;
+  t.in_scope = 9;
+  EXPECT_EQ(ProfileWriter::format_sampling(t), "sampling\tsamples=10\tin-scope=9\tlost=0\n") << "nothing dropped, no key";
+  t.stacks_dropped = 4;
+  t.waits_dropped = 2;
+  EXPECT_EQ(ProfileWriter::format_sampling(t),
+            "sampling\tsamples=10\tin-scope=9\tlost=0\tstacks-dropped=4\twaits-dropped=2\n");
+}
+
 TEST(ProfileWriter, OpenFailureIsReportedNotThrown) {
   ProfileWriter w;
   std::string error;

@@ -27,19 +27,42 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/// One level down: through one of two call lines, so each path is a distinct stack.
-__attribute__((noinline)) static uint64_t descend(uint64_t x, int depth, uint64_t path) {
-  if (depth == 0) {
-    for (uint64_t i = 0; i < g_leaf; ++i) x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ULL + i;
-    return x;
-  }
-  uint64_t y;
-  if (path & 1) {
-    y = descend(x + 1, depth - 1, path >> 1);
-  } else {
-    y = descend(x + 2, depth - 1, path >> 1);
-  }
-  return y ^ (uint64_t)depth;  // not a tail call: every level keeps its frame
+static uint64_t leaf(uint64_t x) {
+  for (uint64_t i = 0; i < g_leaf; ++i) x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ULL + i;
+  return x;
+}
+
+// One level down per call, by the path's next bit. Levels alternate
+// between the even_* and odd_* functions, and each bit picks one of two, so
+// consecutive frames are never on the same line (the profile folds a
+// recursion on one line into one frame) and each path is a distinct stack.
+// The results are combined after each call: no tail calls, every level
+// keeps its frame.
+static uint64_t odd_a(uint64_t x, int depth, uint64_t path);
+static uint64_t odd_b(uint64_t x, int depth, uint64_t path);
+
+__attribute__((noinline)) static uint64_t even_a(uint64_t x, int depth, uint64_t path) {
+  if (depth == 0) return leaf(x);
+  if (path & 1) return odd_a(x + 1, depth - 1, path >> 1) ^ 1;
+  return odd_b(x + 2, depth - 1, path >> 1) ^ 2;
+}
+
+__attribute__((noinline)) static uint64_t even_b(uint64_t x, int depth, uint64_t path) {
+  if (depth == 0) return leaf(x);
+  if (path & 1) return odd_a(x + 3, depth - 1, path >> 1) ^ 3;
+  return odd_b(x + 4, depth - 1, path >> 1) ^ 4;
+}
+
+__attribute__((noinline)) static uint64_t odd_a(uint64_t x, int depth, uint64_t path) {
+  if (depth == 0) return leaf(x);
+  if (path & 1) return even_a(x + 5, depth - 1, path >> 1) ^ 5;
+  return even_b(x + 6, depth - 1, path >> 1) ^ 6;
+}
+
+__attribute__((noinline)) static uint64_t odd_b(uint64_t x, int depth, uint64_t path) {
+  if (depth == 0) return leaf(x);
+  if (path & 1) return even_a(x + 7, depth - 1, path >> 1) ^ 7;
+  return even_b(x + 8, depth - 1, path >> 1) ^ 8;
 }
 
 static void* worker(void* arg) {
@@ -48,7 +71,7 @@ static void* worker(void* arg) {
     rng ^= rng << 13;
     rng ^= rng >> 7;
     rng ^= rng << 17;
-    x = descend(x, g_depth, rng);
+    x = even_a(x, g_depth, rng);
     atomic_fetch_add(&g_descents, 1);
     COZ_PROGRESS_NAMED("descent");
   }
