@@ -140,6 +140,10 @@ bool Profiler::main_left_alone() {
     main_outlived_ = true;
     return false;
   }
+  // Every registered thread left through glibc (main with pthread_exit):
+  // the registry's count says so, and glibc ends the process (exit(0), with
+  // the program's atexit handlers) when this thread returns.
+  if (live_thread_count() == 0) return false;
   main_status_ = threads->main_status;
   main_left_alone_ = true;
   return true;
