@@ -169,9 +169,11 @@ SourceLine* resolve_fixed_line(Runtime& rt, const std::string& spec, std::string
 // asynchronous signals wait meanwhile: a handler of the program that called
 // exit() there would wait for these very locks.
 
-/// Every lock of the runtime, outermost first. Not the profiler's own
-/// (Profiler::lock_): a child starts a new profiler.
-size_t runtime_locks(Runtime& rt, FutexLock* (&locks)[9]) {
+constexpr size_t runtime_lock_count = 9;
+
+/// Every lock of the runtime, outermost first (docs/lifecycle.md). Not the
+/// profiler's own (Profiler::lock_): a child starts a new profiler.
+size_t runtime_locks(Runtime& rt, FutexLock* (&locks)[runtime_lock_count]) {
   size_t n = 0;
   if (g_sources) locks[n++] = &g_sources->lock;  // -> lines_lock (on_library_loaded)
   locks[n++] = &rt.lines_lock;                   // -> stacks (write_new_samples)
@@ -195,13 +197,13 @@ void fork_prepare() {
   SignalsDeferred::hold(tls_fork_signals);
   tls_fork_outer_section = in_runtime();
   RuntimeSection::enter_for_good();  // until fork_parent / on_fork_child
-  FutexLock* locks[9];
+  FutexLock* locks[runtime_lock_count];
   size_t n = runtime_locks(*rt, locks);
   for (size_t i = 0; i < n; ++i) locks[i]->lock();
 }
 
 void release_fork_locks(Runtime& rt) {
-  FutexLock* locks[9];
+  FutexLock* locks[runtime_lock_count];
   size_t n = runtime_locks(rt, locks);
   while (n > 0) locks[--n]->unlock();
 }
