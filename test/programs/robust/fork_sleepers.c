@@ -1,7 +1,7 @@
 // fork_sleepers: a multithreaded program that forks children that sleep.
 //
-// Four threads keep doing what a server's threads do: work down many
-// different call paths (so the profiler has many call stacks to write),
+// Four threads keep doing what a server's threads do: work down a deep
+// recursion (so the profiler has samples and stacks to write),
 // short sleeps, a contended mutex, short threads started and joined.
 // Meanwhile the main thread forks --forks children one after the other;
 // each child sleeps in short steps (usleep), starts and joins threads, and
@@ -39,7 +39,7 @@ static void spin(uint64_t n) {
   g_sink = x;
 }
 
-/// Work down one of 2^depth call paths: each is a different call stack.
+/// Work at the bottom of a recursion `depth` calls deep.
 __attribute__((noinline)) static uint64_t descend(uint64_t x, int depth, uint64_t path) {
   if (depth == 0) {
     spin(3000);
