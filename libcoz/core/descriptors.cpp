@@ -186,6 +186,6 @@ int close_range_except_runtime(unsigned first, unsigned last, int flags) {
   return 0;
 }
 
-void reset_after_fork() { new (&g_lock) FutexLock(); }
+FutexLock& lock() { return g_lock; }
 
 }  // namespace coz::descriptors

@@ -26,6 +26,8 @@
 // counts against the program's limit.
 #pragma once
 
+#include "futex_lock.h"
+
 namespace coz::descriptors {
 
 /// Moves `fd`, a descriptor the runtime just opened, to a number above the
@@ -48,7 +50,8 @@ int next_runtime(unsigned from, unsigned to);
 /// close_range (ENOSYS on kernels before 5.9).
 int close_range_except_runtime(unsigned first, unsigned last, int flags);
 
-/// In a forked child: the lock may have been held by a parent thread.
-void reset_after_fork();
+/// The lock of the limit's raise and restore: the runtime's fork handlers
+/// hold it across fork() with every other lock (runtime.cpp).
+FutexLock& lock();
 
 }  // namespace coz::descriptors

@@ -59,6 +59,7 @@ ObjectLines LineMap::add_object(const std::string& path, uintptr_t load_bias, co
     object.in_scope = &in_scope;
     object.code = elf->code_segments();
     object.first_range = pending_.size();
+    for (const ElfFile::CodeSegment& c : object.code) pending_code_.emplace_back(c.begin + load_bias, c.end + load_bias);
     ++object_count_;
 
     // The DWARF is in the binary, or in a separate debug file at the same addresses.
@@ -294,19 +295,21 @@ uint32_t LineMap::intern_line(uint32_t file_id, uint32_t line, bool& inserted) {
 void LineMap::finalize() {
   auto by_begin = [](const Range& a, const Range& b) { return a.begin < b.begin; };
   const RangeTable* current = published_.load(std::memory_order_relaxed);
-  if (pending_.empty() && current) return;
+  if (pending_.empty() && pending_code_.empty() && current) return;
 
   auto table = std::make_unique<RangeTable>();
   std::stable_sort(pending_.begin(), pending_.end(), by_begin);
   if (current) {
-    table->ranges.reserve(current->ranges.size() + pending_.size());
-    std::merge(current->ranges.begin(), current->ranges.end(), pending_.begin(), pending_.end(),
-               std::back_inserter(table->ranges), by_begin);
+    std::vector<Range> kept = without_code_added(current->ranges);
+    table->ranges.reserve(kept.size() + pending_.size());
+    std::merge(kept.begin(), kept.end(), pending_.begin(), pending_.end(), std::back_inserter(table->ranges),
+               by_begin);
   } else {
     table->ranges = std::move(pending_);
   }
   pending_.clear();
   pending_.shrink_to_fit();
+  pending_code_.clear();
 
   // Make the ranges disjoint (overlaps only come from odd debug info: the
   // later range wins) and merge neighbours that name the same line.
@@ -332,6 +335,40 @@ void LineMap::finalize() {
 
   published_.store(table.get(), std::memory_order_release);
   tables_.push_back(std::move(table));
+}
+
+std::vector<LineMap::Range> LineMap::without_code_added(const std::vector<Range>& older) {
+  // The code of the objects added since: older ranges there belong to an
+  // object that is gone (its addresses are the new one's now). Without
+  // this, the older range that started inside a new one won from its start
+  // on (the later range wins an overlap), and a sample there went to a line
+  // of a library no longer loaded.
+  std::vector<std::pair<uintptr_t, uintptr_t>> code = pending_code_;
+  for (const Range& r : pending_) code.emplace_back(r.begin, r.end);  // objects whose segments are unknown
+  std::sort(code.begin(), code.end());
+  size_t spans = 0;  // merged into a disjoint union (a range and its segment overlap)
+  for (const auto& c : code) {
+    if (spans > 0 && c.first <= code[spans - 1].second) {
+      code[spans - 1].second = std::max(code[spans - 1].second, c.second);
+    } else {
+      code[spans++] = c;
+    }
+  }
+  code.resize(spans);
+  std::vector<Range> kept;
+  kept.reserve(older.size());
+  for (Range r : older) {
+    // The spans are sorted and disjoint: cut r around each one it meets.
+    auto span = std::upper_bound(code.begin(), code.end(), std::make_pair(r.begin, UINTPTR_MAX));
+    if (span != code.begin()) --span;
+    for (; span != code.end() && span->first < r.end && r.begin < r.end; ++span) {
+      if (span->second <= r.begin) continue;
+      if (span->first > r.begin) kept.push_back({r.begin, span->first, r.line});
+      r.begin = std::max(r.begin, span->second);
+    }
+    if (r.begin < r.end) kept.push_back(r);
+  }
+  return kept;
 }
 
 size_t LineMap::group_by_function() {

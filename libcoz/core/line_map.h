@@ -88,8 +88,10 @@ class LineMap {
 
   /// Sorts the ranges added so far and makes them visible to find(); call
   /// after the last add_object() and before find(), and again after adding a
-  /// library later. Safe while other threads call find(); add_object() and
-  /// finalize() themselves must not run concurrently with each other.
+  /// library later. An object added since the last call replaces every older
+  /// range within its code (a library loaded where an unloaded one was).
+  /// Safe while other threads call find(); add_object() and finalize()
+  /// themselves must not run concurrently with each other.
   void finalize();
 
   /// The line containing `address`, or nullptr. Async-signal-safe.
@@ -150,6 +152,9 @@ class LineMap {
   const std::string& scope_function(uint32_t scope, ObjectState& object);
   uint32_t intern_file(std::string_view path);
   uint32_t intern_line(uint32_t file_id, uint32_t line, bool& inserted);  // index into lines_
+  /// `older` (sorted, disjoint) less everything within the code of the
+  /// objects added since the last finalize().
+  std::vector<Range> without_code_added(const std::vector<Range>& older);
   /// Appends [begin, end) -> line to the pending ranges, extending the last one
   /// when contiguous. The symbol-table fallback will call it with line 0 ranges.
   void add_range(uintptr_t begin, uintptr_t end, uint32_t line_index, ObjectState& object);
@@ -158,6 +163,9 @@ class LineMap {
   std::deque<SourceLine> units_;  // function units (group_by_function)
   std::unordered_map<std::string, SourceLine*> unit_of_function_;
   std::vector<Range> pending_;  // added since the last finalize(), unsorted
+  /// The code of the objects added since the last finalize() (runtime
+  /// addresses, half-open): where older ranges are stale.
+  std::vector<std::pair<uintptr_t, uintptr_t>> pending_code_;
   std::atomic<const RangeTable*> published_{nullptr};
   std::vector<std::unique_ptr<RangeTable>> tables_;  // every table published, newest last
 

@@ -58,6 +58,7 @@ void ProfileWriter::report_failure(int error) {
 
 void ProfileWriter::append(const std::string& records) {
   if (records.empty()) return;
+  FutexGuard guard(lock_);
   if (fd_ < 0 && !lazy_path_.empty()) {
     std::string error;
     std::string path = std::move(lazy_path_);
@@ -148,6 +149,8 @@ std::string ProfileWriter::format_sampling(const SamplingTotals& t) {
   std::string out = fmt::format("sampling\tsamples={}\tin-scope={}\tlost={}", t.samples, t.in_scope, t.lost);
   if (t.period_ns > 0) out += fmt::format("\tperiod={}\tcpu-time={}", t.period_ns, t.cpu_time_ns);
   for (const auto& [key, count] : t.walks) out += fmt::format("\t{}={}", key, count);
+  if (t.stacks_dropped > 0) out += fmt::format("\tstacks-dropped={}", t.stacks_dropped);
+  if (t.waits_dropped > 0) out += fmt::format("\twaits-dropped={}", t.waits_dropped);
   return out + "\n";
 }
 
@@ -158,7 +161,9 @@ void ProfileWriter::write_startup(uint64_t realtime_ns, int pid, int parent_pid,
 }
 
 void ProfileWriter::defer_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command) {
-  deferred_ = format_startup(realtime_ns, pid, parent_pid, command);
+  std::string startup = format_startup(realtime_ns, pid, parent_pid, command);
+  FutexGuard guard(lock_);
+  deferred_ = std::move(startup);
 }
 
 void ProfileWriter::write_experiment(const ExperimentResult& e) { append(format_experiment(e)); }

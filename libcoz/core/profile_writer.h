@@ -9,6 +9,9 @@
 // ended, at the next write that succeeds, with the field `cut=write-failed`
 // and a newline, so that readers skip it instead of taking its first half
 // for a record, or gluing it to the next one.
+//
+// Threads may write at once (the profiler thread and an exiting thread):
+// the file, the deferred startup record and the write are under one lock.
 #pragma once
 
 #include <sys/types.h>
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "experiment.h"
+#include "futex_lock.h"
 
 namespace coz {
 
@@ -41,7 +45,8 @@ class ProfileWriter {
   /// a symbolic link (one planted in a shared directory would make the
   /// profiled program, maybe root's, append to any file), never blocking (a
   /// FIFO without a reader would stop the program before main). On failure
-  /// returns false and sets `error` (one line).
+  /// returns false and sets `error` (one line). At start-up, before any
+  /// thread writes.
   bool open(const std::string& path, std::string& error);
   bool is_open() const { return fd_ >= 0; }
   /// Creates the file only when the first record is written (nothing may ever be).
@@ -69,6 +74,10 @@ class ProfileWriter {
     /// Stack walks by how they ended: "unwound" (to the stack's first frame,
     /// or deep enough), then "stopped-<reason>".
     std::vector<std::pair<std::string, uint64_t>> walks;
+    /// In-scope samples whose call stack, and waits whose time, found no
+    /// room in the runtime's fixed tables (written when not 0).
+    uint64_t stacks_dropped = 0;
+    uint64_t waits_dropped = 0;
   };
   void write_sampling(const SamplingTotals& totals);
   /// `stacks`: (frames "A;B" outermost first, count since the previous record for them).
@@ -89,10 +98,15 @@ class ProfileWriter {
   static std::string format_blocked(const std::vector<Blocked>& blocked);
   static std::string format_sampling(const SamplingTotals& totals);
 
+  /// The writer's lock, for the runtime's fork handlers (runtime.cpp), which
+  /// hold every lock of the runtime across fork().
+  FutexLock& lock() { return lock_; }
+
  private:
   void append(const std::string& block);
   void report_failure(int error);
   WriteFn write_;
+  FutexLock lock_;  // guards everything below
   int fd_ = -1;
   std::string path_;
   std::string lazy_path_;

@@ -9,10 +9,9 @@ ProgressPoint& ProgressPoints::find_or_add(std::string_view name, ProgressPoint:
   auto& p = points_.emplace_back();
   p.name = std::string{name};
   p.kind = kind;
-  size_t n = latency_count_.load(std::memory_order_relaxed);
-  if (kind == ProgressPoint::Kind::Latency && n < max_lock_free_latency) {
-    latency_[n] = &p;
-    latency_count_.store(n + 1, std::memory_order_release);
+  if (kind == ProgressPoint::Kind::Latency) {  // one writer: under lock_
+    p.next_latency.store(latency_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    latency_.store(&p, std::memory_order_release);
   }
   return p;
 }

@@ -25,6 +25,8 @@ struct ProgressPoint {
   // Latency: (begins - ends) x delay ns, summed at every delay credit (in
   // the sampled thread's signal handler). See Profiler::poll_in_flight.
   std::atomic<uint64_t> in_flight_at_credits{0};
+  // The next latency point (ProgressPoints' lock-free list for signal handlers).
+  std::atomic<ProgressPoint*> next_latency{nullptr};
 
   // Profiler-thread bookkeeping for the running experiment.
   uint64_t begin_at_start = 0;
@@ -58,12 +60,16 @@ class ProgressPoints {
   }
 
   /// Calls f(ProgressPoint&) for every latency point without locking: for
-  /// signal handlers. Points are never removed and never move; the first
-  /// `max_lock_free_latency` latency points are visible here.
+  /// signal handlers. Points are never removed and never move, so they form
+  /// a list, each published whole before it is linked in: every latency
+  /// point is here, however many (a fixed table of 64 left the others
+  /// without delay-credit bookkeeping).
   template <typename F>
   void for_each_latency_lock_free(F&& f) {
-    size_t n = latency_count_.load(std::memory_order_acquire);
-    for (size_t i = 0; i < n; ++i) f(*latency_[i]);
+    for (ProgressPoint* p = latency_.load(std::memory_order_acquire); p;
+         p = p->next_latency.load(std::memory_order_acquire)) {
+      f(*p);
+    }
   }
 
   /// A thread was just credited `delay_ns` (sampled in the selected line):
@@ -77,26 +83,23 @@ class ProgressPoints {
   }
 
   /// Whether any latency point exists (lock-free).
-  bool has_latency() const { return latency_count_.load(std::memory_order_acquire) > 0; }
+  bool has_latency() const { return latency_.load(std::memory_order_acquire) != nullptr; }
 
   size_t size() {
     FutexGuard guard(lock_);
     return points_.size();
   }
 
-  /// In a forked child: the lock may have been copied while held by a thread
-  /// that does not exist there.
-  void reset_lock_after_fork() { new (&lock_) FutexLock(); }
+  /// The registry's lock, for the runtime's fork handlers (runtime.cpp),
+  /// which hold every lock of the runtime across fork().
+  FutexLock& lock() { return lock_; }
 
  private:
   ProgressPoint& find_or_add(std::string_view name, ProgressPoint::Kind kind);
 
-  static constexpr size_t max_lock_free_latency = 64;
-
   FutexLock lock_;
   std::deque<ProgressPoint> points_;  // deque: counters never move
-  ProgressPoint* latency_[max_lock_free_latency] = {};
-  std::atomic<size_t> latency_count_{0};
+  std::atomic<ProgressPoint*> latency_{nullptr};  // the latency points, newest first
 };
 
 }  // namespace coz

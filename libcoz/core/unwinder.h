@@ -88,6 +88,16 @@ class StackMemory {
   const uint8_t* bytes_;  // null: live memory
 };
 
+/// The registers of the calling function where this is called: where a walk
+/// of the calling thread's own stack starts (a wait's site,
+/// thread_registry.cpp). Always inlined, so they are the caller's.
+[[gnu::always_inline]] inline UnwindRegisters current_registers() {
+  UnwindRegisters regs;
+  __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+                   : "=r"(regs.ip), "=r"(regs.sp), "=r"(regs.bp));
+  return regs;
+}
+
 /// Why a walk ended.
 enum class UnwindStop : uint8_t {
   Outermost,   // the stack's first frame (return address undefined or 0): complete

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "futex_lock.h"
+#include "reentrancy.h"
 #include "sys.h"
 
 namespace coz {
@@ -108,6 +109,11 @@ EpollRegistry& registry() {
 }  // namespace
 
 void epoll_registered(int epfd, int op, int fd, const epoll_event* event) {
+  // A signal handler's epoll_ctl that interrupted this very function would
+  // wait for the lock its thread holds: it goes unnoted (its wakes are
+  // matched through data.fd, as for descriptors registered without us).
+  if (in_runtime()) return;
+  RuntimeSection section;  // the maps allocate
   EpollRegistry& r = registry();
   FutexGuard guard(r.lock);
   auto old = r.data_of.find({epfd, static_cast<uint64_t>(fd)});
@@ -129,6 +135,6 @@ int epoll_descriptor(int epfd, uint64_t data) {
   return it == r.descriptor_of.end() ? -1 : it->second;
 }
 
-void epoll_registry_after_fork() { new (&registry().lock) FutexLock(); }
+FutexLock& epoll_registry_lock() { return registry().lock; }
 
 }  // namespace coz

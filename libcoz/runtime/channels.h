@@ -22,6 +22,7 @@
 
 #include <cstdint>
 
+#include "futex_lock.h"
 #include "wake_board.h"
 
 namespace coz {
@@ -54,8 +55,9 @@ void epoll_registered(int epfd, int op, int fd, const epoll_event* event);
 /// The descriptor registered in `epfd` with `data`; -1 if unknown (then the
 /// caller may try data.fd, which libevent and libuv use).
 int epoll_descriptor(int epfd, uint64_t data);
-/// In a forked child: the registrations stay (the child inherits the epoll
-/// descriptors), the lock starts free (another parent thread may have held it).
-void epoll_registry_after_fork();
+/// The registry's lock, for the runtime's fork handlers (runtime.cpp), which
+/// hold every lock of the runtime across fork(). The registrations stay in
+/// a child: it inherits the epoll descriptors.
+FutexLock& epoll_registry_lock();
 
 }  // namespace coz

@@ -8,10 +8,12 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <linux/io_uring.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <threads.h>
 #include <time.h>
@@ -26,6 +28,7 @@
 #include "thread_registry.h"
 #include "channels.h"
 #include "exit_signals.h"
+#include "reentrancy.h"
 #include "wait.h"
 
 using coz::catch_up;
@@ -80,6 +83,13 @@ const sigset_t* without_sample_signal(int how, const sigset_t* set, sigset_t& co
 /// sampling into a fatal signal.
 struct sigaction g_program_sample_action = {};
 
+/// seccomp strict mode, entered through prctl or seccomp(2): only read,
+/// write, _exit and sigreturn remain (seal_current_thread).
+bool enters_strict_mode(long number, long a1, long a2) {
+  return (number == SYS_prctl && a1 == PR_SET_SECCOMP && a2 == SECCOMP_MODE_STRICT) ||
+         (number == SYS_seccomp && a1 == SECCOMP_SET_MODE_STRICT);
+}
+
 bool is_futex_lock(int op) { return op == FUTEX_LOCK_PI || op == FUTEX_LOCK_PI2; }
 bool is_futex_wait(int op) { return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET || op == FUTEX_WAIT_REQUEUE_PI; }
 bool is_futex_wake(int op) {
@@ -95,7 +105,7 @@ extern "C" {
 
 /// A new thread inherits its creator's local delay: it owes nothing from before it existed.
 int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) {
-  if (!coz::runtime()) return functions().pthread_create(thread, attr, fn, arg);
+  if (!coz::runtime() || coz::in_runtime()) return functions().pthread_create(thread, attr, fn, arg);
   catch_up();
   auto* start = static_cast<ThreadStart*>(std::malloc(sizeof(ThreadStart)));
   if (!start) return EAGAIN;
@@ -323,6 +333,7 @@ long syscall(long number, ...) {
   long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
   va_end(ap);
   auto real = [&] { return functions().syscall(number, a1, a2, a3, a4, a5, a6); };
+  if (enters_strict_mode(number, a1, a2)) coz::seal_current_thread();
   switch (number) {
     case SYS_futex: {
       int op = static_cast<int>(a2) & FUTEX_CMD_MASK;
@@ -495,7 +506,7 @@ sighandler_t signal(int sig, sighandler_t handler) {
 /// Registered as pthread_create's threads are: a thrd_t is a pthread_t, and
 /// the start function's int travels as the thread's result, as in glibc.
 int thrd_create(thrd_t* thread, thrd_start_t fn, void* arg) {
-  if (!coz::runtime()) return functions().thrd_create(thread, fn, arg);
+  if (!coz::runtime() || coz::in_runtime()) return functions().thrd_create(thread, fn, arg);
   auto* start = static_cast<C11Start*>(std::malloc(sizeof(C11Start)));
   if (!start) return thrd_nomem;
   *start = C11Start{fn, arg};
@@ -609,12 +620,26 @@ int dup3(int fd, int target, int flags) {
   return functions().dup3(fd, target, flags);
 }
 
+// ---- seccomp ------------------------------------------------------------------------
+
+/// Strict mode leaves a thread read, write, _exit and sigreturn: the runtime
+/// must make no other call on it (its sample handler's would kill it).
+int prctl(int option, ...) {
+  va_list ap;
+  va_start(ap, option);
+  unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+  unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+  va_end(ap);
+  if (enters_strict_mode(SYS_prctl, option, static_cast<long>(a2))) coz::seal_current_thread();
+  return functions().prctl(option, a2, a3, a4, a5);
+}
+
 // ---- libraries loaded at run time ------------------------------------------------
 
 /// A library in scope that the program loads later becomes selectable too.
 void* dlopen(const char* file, int mode) {
   void* handle = functions().dlopen(file, mode);
-  if (handle) coz::on_library_loaded();
+  if (handle && !coz::in_runtime()) coz::on_library_loaded();
   return handle;
 }
 

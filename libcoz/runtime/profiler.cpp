@@ -2,11 +2,13 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 
 #include "log.h"
 #include "real.h"
+#include "reentrancy.h"
 #include "sampler.h"
 #include "thread_registry.h"
 
@@ -14,7 +16,9 @@ namespace coz {
 
 namespace {
 
-ProfileWriter::SamplingTotals sampling_totals(const SamplingStats& stats, uint64_t period_ns) {
+ProfileWriter::SamplingTotals sampling_totals(const Runtime& rt) {
+  const SamplingStats& stats = rt.stats;
+  const uint64_t period_ns = rt.config.sample_period_ns;
   ProfileWriter::SamplingTotals t;
   // Counted samples are one per configured period (counted_in_profile); not
   // so for CPU-time timers, which fire on the scheduler tick: there, how much
@@ -29,6 +33,8 @@ ProfileWriter::SamplingTotals sampling_totals(const SamplingStats& stats, uint64
     std::string key = stop == UnwindStop::Outermost ? "unwound" : std::string("stopped-") + unwind_stop_name(stop);
     t.walks.emplace_back(std::move(key), stats.unwind_stops[i].load(std::memory_order_relaxed));
   }
+  t.stacks_dropped = rt.stacks.dropped();
+  t.waits_dropped = rt.blocked.dropped();
   return t;
 }
 
@@ -81,6 +87,7 @@ bool Profiler::start() {
 }
 
 void* Profiler::thread_main(void* self) {
+  RuntimeSection::enter_for_good();  // nothing this thread calls is the program's
   auto* profiler = static_cast<Profiler*>(self);
   profiler->take_realtime_priority();
   profiler->run();
@@ -88,6 +95,10 @@ void* Profiler::thread_main(void* self) {
   // exited): finish the profile and exit, so that glibc, seeing its last
   // thread leave, ends the process with status 0 as it would without us.
   if (profiler->program_gone()) profiler->shutdown();
+  // The main thread left without exit() (a raw SYS_exit, or killed under
+  // seccomp strict mode) and no other thread of the program is left: the
+  // process would have ended when that thread did.
+  if (profiler->main_left_alone_) profiler->end_process_as_main_left();
   return nullptr;
 }
 
@@ -108,8 +119,49 @@ void Profiler::take_realtime_priority() {
 
 /// Every program thread has exited, or a terminating signal is ending the
 /// process (shutdown_from_signal): either way, the profile must be finished.
-bool Profiler::program_gone() const {
-  return live_thread_count() == 0 || shutdown_requested_.load(std::memory_order_acquire);
+bool Profiler::program_gone() {
+  return live_thread_count() == 0 || shutdown_requested_.load(std::memory_order_acquire) || main_left_alone();
+}
+
+/// A thread that ends with a raw SYS_exit runs no thread-exit handler, so
+/// the thread registry still counts it: the kernel's count says when only
+/// the runtime's own thread is left. Without this, a program whose last
+/// thread left that way never ended (this thread blocks every signal, so
+/// not even SIGTERM ended it). One read of /proc per check (~20 us here).
+bool Profiler::main_left_alone() {
+  constexpr uint64_t main_check_interval_ns = 50'000'000;  // how late the process may end: 50 ms
+  constexpr int runtime_threads = 1;                       // this one
+  if (main_left_alone_) return true;
+  uint64_t now = sys::monotonic_ns();
+  if (now < next_main_check_ns_) return false;
+  next_main_check_ns_ = now + main_check_interval_ns;
+  std::optional<ProcessThreads> threads = read_process_threads();
+  if (!threads || !threads->main_exited) return false;
+  if (threads->others > runtime_threads) {
+    main_outlived_ = true;
+    return false;
+  }
+  // Every registered thread left through glibc (main with pthread_exit):
+  // the registry's count says so, and glibc ends the process (exit(0), with
+  // the program's atexit handlers) when this thread returns.
+  if (live_thread_count() == 0) return false;
+  main_status_ = threads->main_status;
+  main_left_alone_ = true;
+  return true;
+}
+
+void Profiler::end_process_as_main_left() {
+  // Another thread outlived the main thread: the process ends when the last
+  // thread leaves, with that thread's status, which is 0 for a thread that
+  // glibc ended; returning from this thread does just that.
+  if (main_outlived_) pthread_exit(nullptr);
+  // The main thread was the last: the status is its own. Killed (seccomp
+  // strict kills a thread with SIGKILL), the process dies of the same signal.
+  if (WIFSIGNALED(main_status_)) sys::raw_syscall6(SYS_tgkill, sys::getpid(), sys::gettid(), WTERMSIG(main_status_));
+  // Not through glibc's thread exit, which would leave status 0: this
+  // thread's exit is the process's, with the main thread's status. No
+  // atexit handler runs, as none would have.
+  for (;;) sys::raw_syscall6(SYS_exit, WIFEXITED(main_status_) ? WEXITSTATUS(main_status_) : 0);
 }
 
 void Profiler::shutdown_from_signal(uint64_t timeout_ns) {
@@ -146,17 +198,19 @@ void Profiler::run() {
     }
     if (!drain_debts()) return;  // shutdown() ends it
 
-    ExperimentResult result;
-    bool ended;
     {
+      // Ended and written under the lock shutdown() takes: an exit meanwhile
+      // waits for these records, then writes only what is newer (written
+      // outside it, both took the same samples, or the exit ended the
+      // process between taking and writing them).
       FutexGuard guard(lock_);
       if (stopping_.load(std::memory_order_acquire)) return;
-      ended = end(result);
-    }
-    if (ended) {
-      two_phase_.record(result);
-      rt_.writer.write_experiment(result);
-      write_new_samples();
+      ExperimentResult result;
+      if (end(result)) {
+        two_phase_.record(result);
+        rt_.writer.write_experiment(result);
+        write_new_samples();
+      }
     }
     set_sample_period(rt_, c.sample_period_ns);  // only once the experiment has ended (see begin)
     start_line_choice();
@@ -396,9 +450,12 @@ std::vector<VisitRate> Profiler::visit_rates() {
 }
 
 void Profiler::write_new_samples() {
+  // Everything is taken before anything is written, so that the records
+  // describe the same moment: samples keep coming meanwhile (at exit too).
   std::vector<ProfileWriter::Samples> fresh;
+  std::vector<std::pair<std::string, uint64_t>> stacks;
   {
-    FutexGuard guard(rt_.lines_lock);
+    FutexGuard guard(rt_.lines_lock);  // lines, and the object list naming functions reads, grow with dlopen
     for (auto& line : rt_.lines.lines()) {
       uint64_t now = line.samples.load(std::memory_order_relaxed);
       uint64_t before = line.reported_samples.load(std::memory_order_relaxed);
@@ -407,16 +464,12 @@ void Profiler::write_new_samples() {
         line.reported_samples.store(now, std::memory_order_relaxed);
       }
     }
-  }
-  rt_.writer.write_samples(fresh);
-  std::vector<std::pair<std::string, uint64_t>> stacks;
-  {
-    FutexGuard guard(rt_.lines_lock);  // naming functions reads the object list that dlopen extends
     stacks = rt_.stacks.take_new([&](uint64_t entry) { return rt_.frames.function_name(entry); });
   }
-  rt_.writer.write_stacks(stacks);
   std::vector<ProfileWriter::Blocked> blocked;
   for (auto& b : rt_.blocked.take_new()) blocked.push_back({b.site, wait_kind_name(b.kind), b.ns, b.count});
+  rt_.writer.write_samples(fresh);
+  rt_.writer.write_stacks(stacks);
   rt_.writer.write_blocked(blocked);
 }
 
@@ -432,21 +485,20 @@ bool Profiler::sleep_unless_stopping(uint64_t ns, bool poll_points) {
 }
 
 void Profiler::shutdown() {
-  ExperimentResult result;
-  bool ended;
-  {
-    FutexGuard guard(lock_);
-    if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
-    drain_unsignalled_rings(rt_);
-    bool long_enough = running_.active && (rt_.config.end_to_end ||
-                                           sys::monotonic_ns() - running_.start_ns >= rt_.config.experiment_min_ns);
-    if (running_.active && !long_enough) {
-      running_.active = false;  // too short to measure anything: drop it
-      stop_crediting();
-    }
-    ended = end(result);
+  // Everything under the lock, so a second caller (the exiting thread while
+  // the profiler thread finishes, or the other way round) returns only once
+  // the last records are written.
+  FutexGuard guard(lock_);
+  if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
+  drain_unsignalled_rings(rt_);
+  bool long_enough = running_.active && (rt_.config.end_to_end ||
+                                         sys::monotonic_ns() - running_.start_ns >= rt_.config.experiment_min_ns);
+  if (running_.active && !long_enough) {
+    running_.active = false;  // too short to measure anything: drop it
+    stop_crediting();
   }
-  if (ended) {
+  ExperimentResult result;
+  if (end(result)) {
     if (rt_.config.end_to_end) {
       PointResult whole_run;
       whole_run.name = end_to_end_point;
@@ -456,7 +508,7 @@ void Profiler::shutdown() {
     rt_.writer.write_experiment(result);
   }
   write_new_samples();
-  rt_.writer.write_sampling(sampling_totals(rt_.stats, rt_.config.sample_period_ns));
+  rt_.writer.write_sampling(sampling_totals(rt_));
   rt_.writer.write_runtime(sys::monotonic_ns() - rt_.start_ns);
   if (shutdown_requested_.load(std::memory_order_acquire) && signal_report_) signal_report_();
   shut_down_.store(true, std::memory_order_release);

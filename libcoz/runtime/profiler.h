@@ -55,7 +55,14 @@ class Profiler {
   /// winners' lines. Caller holds the line map's lock.
   void apply_two_phase(std::vector<uint64_t>& fresh);
   SourceLine* wait_for_fixed_line();
-  bool program_gone() const;
+  /// Every program thread has exited, or a terminating signal is ending the process.
+  bool program_gone();
+  /// The main thread left without exit() and no other program thread is
+  /// left (read_process_threads, at most every main_check_interval_ns).
+  bool main_left_alone();
+  /// After the last records, when main_left_alone(): ends the process as
+  /// the last program thread left it.
+  [[noreturn]] void end_process_as_main_left();
   void begin(SourceLine* line, double speedup);
   /// Stops the delays of the running experiment. Caller holds lock_.
   void stop_crediting();
@@ -79,13 +86,18 @@ class Profiler {
 
   Runtime& rt_;
   ExperimentScheduler scheduler_;
-  FutexLock lock_;  // guards running_ against shutdown() from the exiting thread
+  FutexLock lock_;  // guards running_ and the writing of records against shutdown() from the exiting thread
   std::atomic<bool> shutdown_requested_{false};  // by shutdown_from_signal
   std::atomic<bool> shut_down_{false};           // shutdown() has written the last records
   void (*signal_report_)() = nullptr;            // after_signal_shutdown
   Running running_;
   std::atomic<bool> stopping_{false};
   uint64_t quiet_drain_ns_;  // longest sleep in a quiet run (drain_unsignalled_rings)
+  // main_left_alone's state (profiler thread only).
+  uint64_t next_main_check_ns_ = 0;
+  bool main_left_alone_ = false;
+  bool main_outlived_ = false;  // another program thread was still alive after the main thread left
+  int main_status_ = 0;
   std::vector<uint64_t> choice_base_;  // each line's samples when the choice window started (by index)
   TwoPhase two_phase_;
   bool two_phase_grouped_ = false;    // the line map is grouped by function (first phase)

@@ -11,6 +11,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -83,6 +84,7 @@ namespace coz::real {
   X(closefrom, false, nullptr)                                 \
   X(dup2, true, nullptr)                                       \
   X(dup3, true, nullptr)                                       \
+  X(prctl, true, nullptr)                                      \
   COZ_REAL_IO_FUNCTIONS(X)                                     \
   COZ_REAL_C11_FUNCTIONS(X)
 

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "profiler.h"
 #include "real.h"
+#include "reentrancy.h"
 #include "sampler.h"
 #include "scope.h"
 #include "thread_registry.h"
@@ -149,6 +150,74 @@ SourceLine* resolve_fixed_line(Runtime& rt, const std::string& spec, std::string
   return found ? found->experiment_unit() : nullptr;  // with function granularity, its function
 }
 
+// ---- fork ---------------------------------------------------------------------------
+//
+// A forked child has only the thread that called fork(). A lock of the
+// runtime that another thread held at that moment would stay held in the
+// child forever, and the table it guarded half-changed. So the forking
+// thread takes every lock of the runtime before fork() (prepare) and
+// releases them after it, in the parent and in the child: the child's copy
+// of everything is whole, and every lock free.
+//
+// The order is the one in which they nest everywhere else (outermost
+// first), so taking them all cannot deadlock with a thread that holds one
+// and waits for another. The runtime never waits for a lock of the program
+// while holding one of its own, except the allocator's inside malloc: an
+// allocator's own fork handler that takes its locks (jemalloc's) is
+// registered at its first allocation, which the runtime's start-up makes,
+// so it runs after this prepare handler (prepare handlers run in reverse
+// order of registration), once every lock here is taken. The thread's
+// asynchronous signals wait meanwhile: a handler of the program that called
+// exit() there would wait for these very locks.
+
+constexpr size_t runtime_lock_count = 10;
+
+/// Every lock of the runtime, outermost first (docs/lifecycle.md). Not the
+/// profiler's own (Profiler::lock_): a child starts a new profiler.
+size_t runtime_locks(Runtime& rt, FutexLock* (&locks)[runtime_lock_count]) {
+  size_t n = 0;
+  if (g_sources) locks[n++] = &g_sources->lock;  // -> lines_lock (on_library_loaded)
+  locks[n++] = &rt.lines_lock;                   // -> stacks (write_new_samples)
+  locks[n++] = &thread_list_lock();
+  locks[n++] = &rt.points.lock();
+  locks[n++] = &rt.stacks.lock();
+  locks[n++] = &rt.blocked.lock();
+  locks[n++] = &rt.writer.lock();
+  locks[n++] = &retired_rings_lock();
+  locks[n++] = &epoll_registry_lock();
+  locks[n++] = &descriptors::lock();  // innermost: held only to raise the limit and dup (descriptors.cpp)
+  return n;
+}
+
+// The forking thread's, from prepare to parent or child (two threads may fork at once).
+thread_local sigset_t tls_fork_signals;
+thread_local bool tls_fork_outer_section = false;
+
+void fork_prepare() {
+  Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  if (!rt) return;
+  SignalsDeferred::hold(tls_fork_signals);
+  tls_fork_outer_section = in_runtime();
+  RuntimeSection::enter_for_good();  // until fork_parent / on_fork_child
+  FutexLock* locks[runtime_lock_count];
+  size_t n = runtime_locks(*rt, locks);
+  for (size_t i = 0; i < n; ++i) locks[i]->lock();
+}
+
+void release_fork_locks(Runtime& rt) {
+  FutexLock* locks[runtime_lock_count];
+  size_t n = runtime_locks(rt, locks);
+  while (n > 0) locks[--n]->unlock();
+}
+
+void fork_parent() {
+  Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  if (!rt) return;
+  release_fork_locks(*rt);
+  detail::tls_in_runtime = tls_fork_outer_section;
+  SignalsDeferred::release(tls_fork_signals);
+}
+
 /// A forked child is a program of its own: it gets a fresh experiment state,
 /// its own sampler for the one thread it has, its own profiler thread, and
 /// writes its own records (tagged with its pid) to the same profile. Nothing
@@ -157,14 +226,10 @@ SourceLine* resolve_fixed_line(Runtime& rt, const std::string& spec, std::string
 void on_fork_child() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
+  release_fork_locks(*rt);  // taken in fork_prepare by this thread, which is the child's
   rt->experiment.selected.store(nullptr, std::memory_order_relaxed);
   rt->ledger.end_experiment();
   rt->sample_period_ns.store(rt->config.sample_period_ns, std::memory_order_relaxed);
-  rt->points.reset_lock_after_fork();  // the parent's profiler thread may have held it
-  new (&rt->lines_lock) FutexLock();    // likewise (a dlopen in another parent thread)
-  rt->blocked.reset_lock_after_fork();  // likewise (a wait that ended in another parent thread)
-  epoll_registry_after_fork();          // likewise (an epoll_ctl)
-  descriptors::reset_after_fork();      // likewise (a thread starting its sampler)
   for (auto& line : rt->lines.lines()) {
     line.reported_samples.store(line.samples.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
@@ -172,6 +237,7 @@ void on_fork_child() {
   rt->start_ns = sys::monotonic_ns();
   rt->writer.defer_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
   reset_live_threads_after_fork();
+  forget_retired_rings();
   if (ThreadState* t = current_thread()) {
     forget_inherited_sampler(*t);
     forget_thread_breakpoints(*t);
@@ -184,6 +250,8 @@ void on_fork_child() {
   g_profiler = new Profiler(*rt);  // the parent's profiler thread does not exist here
   g_profiler->after_signal_shutdown(&summarize_after_exit_signal);
   if (!g_profiler->start()) g_profiler = nullptr;
+  detail::tls_in_runtime = tls_fork_outer_section;
+  SignalsDeferred::release(tls_fork_signals);
 }
 
 /// The exit-signal handler's part (exit_signals.h): the profiler thread
@@ -194,6 +262,7 @@ void finish_profile_for_exit_signal() {
 }
 
 void start() {
+  RuntimeSection section;
   real::functions();
   std::vector<std::string> errors;
   auto* rt = new Runtime;  // never deleted: see runtime.h
@@ -269,7 +338,8 @@ void start() {
   }
   g_runtime.store(rt, std::memory_order_release);
   register_current_thread(rt->ledger.global());
-  pthread_atfork(nullptr, nullptr, &on_fork_child);
+  // After the runtime's first allocations: see fork_prepare for why.
+  pthread_atfork(&fork_prepare, &fork_parent, &on_fork_child);
   g_profiler = new Profiler(*rt);
   g_profiler->after_signal_shutdown(&summarize_after_exit_signal);
   if (!g_profiler->start()) g_profiler = nullptr;
@@ -326,6 +396,7 @@ void summarize_after_exit_signal() {
 void stop() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
+  RuntimeSection section;
   if (g_warn_if_never_in_scope && g_sources && g_sources->mapped.empty()) {
     std::string globs;
     for (const auto& g : rt->config.binary_scope) globs += (globs.empty() ? "" : " ") + g;
@@ -371,6 +442,8 @@ Runtime* runtime() { return g_runtime.load(std::memory_order_acquire); }
 void on_library_loaded() {
   Runtime* rt = runtime();
   if (!rt || !g_sources) return;
+  RuntimeSection section;
+  SignalsDeferred deferred;  // mapping takes milliseconds, holding the line map's lock
   FutexGuard guard(g_sources->lock);
   size_t added;
   {
@@ -391,6 +464,8 @@ void on_library_loaded() {
 extern "C" {
 
 __attribute__((visibility("default"))) coz_counter_t* _coz_get_counter(int type, const char* name) {
+  coz::RuntimeSection section;  // the registry allocates
+  coz::SignalsDeferred deferred;  // under the lock the last experiment's records take
   return coz::g_points ? coz::g_points->get_counter(type, name) : nullptr;
 }
 

@@ -314,18 +314,6 @@ FutexLock g_retired_lock;
 NoDestroy<std::vector<PerfRing::Mapping>> g_retired_list;  // the profiler thread unmaps them, also during exit
 std::vector<PerfRing::Mapping>& g_retired = g_retired_list.value;
 
-void record_stack_bounds(ThreadState& t) {
-  pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
-  void* base = nullptr;
-  size_t size = 0;
-  if (pthread_attr_getstack(&attr, &base, &size) == 0) {
-    t.stack_low = reinterpret_cast<uintptr_t>(base);
-    t.stack_high = t.stack_low + size;
-  }
-  pthread_attr_destroy(&attr);
-}
-
 /// Each thread's CPU clock starts at zero, so a fixed first period would never
 /// sample the last partial period of a short-lived thread: with thread churn,
 /// every thread's final fraction of a period would go unseen. A random first
@@ -346,7 +334,6 @@ uint64_t first_period(const ThreadState& t, uint64_t period) {
 constexpr uint64_t min_first_period_ns = 50'000;
 
 bool start_timer_sampling(ThreadState& t, const Config& config) {
-  record_stack_bounds(t);
   sigevent sev;
   std::memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
@@ -447,7 +434,7 @@ bool install_sample_handler() {
   // must not make that call fail with EINTR.
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigfillset(&sa.sa_mask);  // nothing interrupts the handler (it touches per-thread state)
-  return sigaction(sample_signal, &sa, nullptr) == 0;
+  return real::functions().sigaction(sample_signal, &sa, nullptr) == 0;  // not our wrapper, which keeps it from the program
 }
 
 /// A second sampler for the thread's time in the kernel, where the system
@@ -633,6 +620,13 @@ void unmap_retired_rings(uint64_t budget_ns) {
     munmap(m.address, m.size);
     if (sys::monotonic_ns() - start >= budget_ns) return;
   }
+}
+
+FutexLock& retired_rings_lock() { return g_retired_lock; }
+
+void forget_retired_rings() {
+  FutexGuard guard(g_retired_lock);
+  g_retired.clear();
 }
 
 void forget_inherited_sampler(ThreadState& t) {

@@ -64,6 +64,14 @@ uint64_t quiet_drain_interval_ns(const Config& config);
 /// per thread). It took 1-6 ms per ring here, time in which the profiler
 /// drains no ring: hence the budget.
 void unmap_retired_rings(uint64_t budget_ns = UINT64_MAX);
+/// The lock of the rings waiting to be unmapped, for the runtime's fork
+/// handlers (runtime.cpp), which hold every lock of the runtime across fork().
+FutexLock& retired_rings_lock();
+/// In a forked child: forgets the parent's rings waiting to be unmapped
+/// (the kernel maps no perf ring into a child: their addresses may be the
+/// child's own mappings soon). Call with retired_rings_lock() free.
+void forget_retired_rings();
+
 /// In a forked child: drops the descriptor and mapping inherited from the
 /// parent without touching the event, which is still the parent's (an ioctl
 /// on the shared descriptor would disable the parent's sampler).

@@ -1,8 +1,12 @@
 #include "thread_registry.h"
 
-#include <execinfo.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
 
 #include <vector>
 
@@ -11,7 +15,9 @@
 #include "log.h"
 #include "real.h"
 #include "runtime.h"
+#include "reentrancy.h"
 #include "sampler.h"
+#include "unwinder.h"
 
 namespace coz {
 namespace {
@@ -37,6 +43,18 @@ void unblock_sample_signal() {
   real::functions().pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
+void record_stack_bounds(ThreadState& t) {
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  void* base = nullptr;
+  size_t size = 0;
+  if (pthread_attr_getstack(&attr, &base, &size) == 0) {
+    t.stack_low = reinterpret_cast<uintptr_t>(base);
+    t.stack_high = t.stack_low + size;
+  }
+  pthread_attr_destroy(&attr);
+}
+
 }  // namespace
 
 ThreadState* current_thread() { return tls_thread; }
@@ -46,8 +64,10 @@ ThreadState* current_thread() { return tls_thread; }
 [[gnu::noinline]] void register_current_thread(uint64_t creator_local) {
   Runtime* rt = runtime();
   if (!rt || tls_thread) return;
+  RuntimeSection section;
   auto* t = new ThreadState;
   t->tid = sys::gettid();
+  record_stack_bounds(*t);
   rt->ledger.start_thread(t->ledger, creator_local);
   pthread_once(&g_exit_key_once, &make_exit_key);
   pthread_setspecific(g_exit_key, t);  // non-null value: the destructor runs at thread exit
@@ -60,6 +80,7 @@ ThreadState* current_thread() { return tls_thread; }
     static std::atomic<bool> warned{false};
     log::warn_once(warned, "{}", error);
   }
+  SignalsDeferred deferred;  // under the lock the exit's last records take
   FutexGuard guard(g_list_lock);
   g_threads.push_back(t);
 }
@@ -72,8 +93,8 @@ int live_thread_count() { return g_live_threads.load(std::memory_order_acquire);
 
 void reset_live_threads_after_fork() {
   g_live_threads.store(tls_thread ? 1 : 0, std::memory_order_release);
-  new (&g_list_lock) FutexLock();  // another thread may have held it at fork time
-  g_threads.clear();              // only the forking thread exists here
+  FutexGuard guard(g_list_lock);
+  g_threads.clear();  // only the forking thread exists here
   if (tls_thread) g_threads.push_back(tls_thread);
 }
 
@@ -81,11 +102,13 @@ void reset_live_threads_after_fork() {
   ThreadState* t = tls_thread;
   Runtime* rt = runtime();
   if (!t) return;
+  RuntimeSection section;
   // A thread that exits wakes its joiner: pay first, as any waker does.
   if (rt) rt->ledger.catch_up(t->ledger);
   {
     // Leaving the list and handing over the breakpoint counts happen
     // together, so the profiler's sums never lose or double a thread's visits.
+    SignalsDeferred deferred;  // under the lock the exit's last records take
     FutexGuard guard(g_list_lock);
     for (size_t i = 0; i < g_threads.size(); ++i) {
       if (g_threads[i] == t) {
@@ -136,23 +159,81 @@ void thread_catch_up() {
 void record_blocked(WaitKind kind, uint64_t ns) {
   constexpr uint64_t min_blocked_ns = 10'000;  // shorter: the wait did not really block
   Runtime* rt = runtime();
-  if (!rt || !tls_thread || ns < min_blocked_ns) return;
-  // A signal handler's own wait (a read in a handler) that interrupted this
-  // very function would deadlock on the table's lock or on backtrace()'s
-  // loader lock: its record is dropped.
-  static thread_local bool recording = false;
-  if (recording) return;
-  recording = true;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ThreadState* t = tls_thread;
+  if (!rt || !t || ns < min_blocked_ns || t->stack_high == 0) return;
   // The wait site is a few frames up (this function, the wrapper, maybe a
-  // C++ library layer, then the program); unwinding is the cost here.
-  void* frames[6];
-  int depth = backtrace(frames, 6);  // unwinds through .eh_frame: no frame pointers needed
+  // C++ library layer, then the program). The wrapped call may have just
+  // taken the program's lock: the walk is the sampling path's (no
+  // allocation, no lock), not backtrace(), which may allocate or lock in
+  // libgcc, where a program's allocator wrapped in a pthread mutex would
+  // wait for the very mutex this thread holds.
+  constexpr size_t max_frames = 8;
+  UnwindFrame frames[max_frames];
+  UnwindStop stop;
+  const UnwindRegisters regs = current_registers();
+  const StackMemory stack = StackMemory::live(regs.sp, t->stack_high);
+  const size_t depth = unwind(rt->frames.tables(), regs, stack, frames, max_frames, stop);
   SourceLine* site = nullptr;
-  for (int i = 1; i < depth && !site; ++i) site = rt->lines.find(reinterpret_cast<uintptr_t>(frames[i]) - 1);
+  for (size_t i = 1; i < depth && !site; ++i) site = rt->lines.find(frames[i].pc);
   rt->blocked.add(site, kind, ns);
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  recording = false;
+}
+
+std::optional<ProcessThreads> read_process_threads() {
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[1024];
+  ssize_t n = sys::read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return std::nullopt;
+  buf[n] = '\0';
+  // "pid (comm) state ...": comm may hold spaces and parentheses, so the
+  // fields are counted from the last ')'. Field 3 is the state, 20 the
+  // number of threads, 52 the exit code (Linux 3.5+) -- all of the main
+  // thread's for the process's own stat file.
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return std::nullopt;
+  ProcessThreads threads;
+  long threads_alive = -1;
+  for (int field = 2; *p; ++p) {
+    if (*p != ' ') continue;
+    ++field;
+    if (field == 3) threads.main_exited = p[1] == 'Z' || p[1] == 'X';
+    if (field == 20) threads_alive = std::strtol(p + 1, nullptr, 10);
+    if (field == 52) threads.main_status = static_cast<int>(std::strtol(p + 1, nullptr, 10));
+  }
+  if (threads_alive < 1) return std::nullopt;
+  threads.others = static_cast<int>(threads_alive) - 1;  // the main thread counts until the process ends
+  return threads;
+}
+
+void seal_current_thread() {
+  ThreadState* t = tls_thread;
+  Runtime* rt = runtime();
+  if (!t || !rt || in_runtime()) return;
+  {
+    RuntimeSection section;
+    rt->ledger.pre_block(t->ledger);  // from now on as if blocked: it owes nothing, and never pays
+    {
+      SignalsDeferred deferred;
+      FutexGuard guard(g_list_lock);
+      for (size_t i = 0; i < g_threads.size(); ++i) {
+        if (g_threads[i] == t) {
+          g_threads[i] = g_threads.back();
+          g_threads.pop_back();
+          break;
+        }
+      }
+      close_thread_breakpoints(rt->breakpoints, *t);
+    }
+    stop_sampling(*t);
+    // A sample signal already on its way would run the handler, whose
+    // system calls strict mode punishes with SIGKILL: it stays pending.
+    sigset_t sample;
+    sigemptyset(&sample);
+    sigaddset(&sample, sample_signal);
+    sys::raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&sample), 0, 8);
+  }
+  RuntimeSection::enter_for_good();  // its calls pass straight through the wrappers from now on
 }
 
 uint64_t thread_local_delay() {

@@ -7,8 +7,8 @@
 #include <time.h>
 
 #include <atomic>
-
 #include <cstdint>
+#include <optional>
 
 #include "breakpoints.h"
 #include "conventional.h"
@@ -40,6 +40,8 @@ struct ThreadState {
   // pointers within the thread's stack.
   bool timer_mode = false;
   timer_t timer{};
+  // The thread's stack (0, 0 when unknown): for the timer fallback's walks,
+  // and the walks that find a wait's site (record_blocked).
   uintptr_t stack_low = 0, stack_high = 0;
   int breakpoint_fd[max_breakpoints] = {-1, -1, -1, -1};  // --progress/--latency counters
   PerfRing ring;
@@ -71,6 +73,24 @@ void unregister_current_thread();
 /// thread exits.
 int live_thread_count();
 
+/// The process's threads as the kernel counts them (/proc/self/stat), for
+/// threads that leave without the runtime seeing them: one that ends with
+/// a raw syscall(SYS_exit) runs no thread-exit handler, and seccomp strict
+/// mode kills a thread that makes a forbidden call.
+struct ProcessThreads {
+  bool main_exited = false;  // the main thread is gone (a zombie until the last thread leaves)
+  int others = 0;            // threads alive besides the main thread (the runtime's included)
+  int main_status = 0;       // what the main thread left, in waitpid's form
+};
+/// Nullopt when /proc cannot be read.
+std::optional<ProcessThreads> read_process_threads();
+
+/// Under seccomp strict mode (about to be entered), the thread may only
+/// read, write, _exit and sigreturn: it pays what it owes, leaves the
+/// thread list (but stays counted as live), stops its sampler, and never
+/// runs the runtime's bookkeeping again.
+void seal_current_thread();
+
 /// The registered threads, guarded by thread_list_lock().
 FutexLock& thread_list_lock();
 ThreadState* const* thread_list_begin();
@@ -84,7 +104,8 @@ void for_each_thread(F&& f) {
   for (auto it = thread_list_begin(); it != thread_list_end(); ++it) f(**it);
 }
 
-/// In a forked child: only the forking thread exists.
+/// In a forked child: only the forking thread exists (call with
+/// thread_list_lock() free).
 void reset_live_threads_after_fork();
 
 // The delay protocol for the interposed calls; no-ops when the calling

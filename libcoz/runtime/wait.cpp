@@ -5,7 +5,10 @@
 
 namespace coz {
 
-Wait::Wait(WaitKind kind, Entry entry) : kind_(kind), entry_(entry), start_(sys::monotonic_ns()) {
+Wait::Wait(WaitKind kind, Entry entry) : kind_(kind), entry_(entry), active_(!in_runtime()) {
+  if (!active_) return;
+  RuntimeSection section;
+  start_ = sys::monotonic_ns();
   if (entry_ == Entry::QueueWithDebt) {
     thread_pre_lock_wait(start_);
   } else {
@@ -14,6 +17,8 @@ Wait::Wait(WaitKind kind, Entry entry) : kind_(kind), entry_(entry), start_(sys:
 }
 
 void Wait::done(bool woken_by_thread) {
+  if (!active_) return;
+  RuntimeSection section;
   int saved = errno;
   uint64_t now = sys::monotonic_ns();
   record_blocked(kind_, now - start_);
@@ -27,11 +32,12 @@ void Wait::done(bool woken_by_thread) {
 
 KernelWait::KernelWait(WaitKind kind)
     : kind_(kind), start_(sys::monotonic_ns()), since_(0), rt_(runtime()), thread_(current_thread()), board_(nullptr) {
-  if (!rt_ || !thread_) {
+  if (!rt_ || !thread_ || in_runtime()) {
     rt_ = nullptr;
     thread_ = nullptr;
     return;
   }
+  RuntimeSection section;
   board_ = &rt_->wakes;
   rt_->ledger.pre_block(thread_->ledger);
   // After paying: records posted while this thread paid are older than its wait.
@@ -47,6 +53,8 @@ void KernelWait::finish(std::optional<uint64_t> credit) {
 }
 
 void catch_up() {
+  if (in_runtime()) return;
+  RuntimeSection section;
   int saved = errno;
   thread_catch_up();
   errno = saved;
@@ -55,7 +63,8 @@ void catch_up() {
 void wake_through_kernel(WakeKind kind, int target) {
   ThreadState* t = current_thread();
   Runtime* rt = runtime();
-  if (!t || !rt) return;
+  if (!t || !rt || in_runtime()) return;
+  RuntimeSection section;
   int saved = errno;
   // A signal handler that writes to a pipe (the self-pipe trick) may have
   // interrupted this thread inside ledger code: paying there would pay the

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "conventional.h"
+#include "reentrancy.h"
 #include "sys.h"
 #include "wake_board.h"
 
@@ -23,7 +24,8 @@ struct ThreadState;
 /// and post-blocks (skipping or paying the delays that accrued); keeps errno.
 /// `QueueWithDebt`: waiting for a mutex another thread holds, where the time
 /// queued absorbs the debt carried in (DelayLedger::pre_lock_wait) instead
-/// of the thread paying it first.
+/// of the thread paying it first. Inside the runtime's own work
+/// (reentrancy.h), it does nothing: the call is the runtime's.
 class Wait {
  public:
   enum class Entry { PayFirst, QueueWithDebt };
@@ -33,7 +35,8 @@ class Wait {
  private:
   WaitKind kind_;
   Entry entry_;
-  uint64_t start_;
+  bool active_;  // false inside the runtime's own work
+  uint64_t start_ = 0;
 };
 
 /// A wait that another thread of the program may end through the kernel (a
@@ -46,6 +49,8 @@ class KernelWait {
   /// during the wait ended it; asked only when delays accrued meanwhile.
   template <typename Reaches>
   void done(Reaches&& reaches) {
+    if (!thread_) return;
+    RuntimeSection section;
     int saved = errno;
     std::optional<uint64_t> credit;
     if (must_decide()) credit = first_credit(reaches);
@@ -55,6 +60,8 @@ class KernelWait {
   /// Ends a wait that nothing in the program could have ended (a child's
   /// exit, a timeout): pays.
   void done_from_outside() {
+    if (!thread_) return;
+    RuntimeSection section;
     int saved = errno;
     finish(std::nullopt);
     errno = saved;
@@ -76,13 +83,15 @@ class KernelWait {
   uint64_t start_;
   uint64_t since_;
   // Looked up once: every wrapped read and write comes through here. All
-  // null when the runtime is off or the thread is not profiled.
+  // null when the runtime is off, the thread is not profiled, or the call
+  // is the runtime's own (reentrancy.h).
   Runtime* rt_;
   ThreadState* thread_;
   const WakeBoard* board_;
 };
 
 /// Before waking another thread (pays what this thread owes; keeps errno).
+/// Nothing inside the runtime's own work, as every shape here.
 void catch_up();
 
 /// Before waking another thread through the kernel: catches up, then, while

@@ -907,10 +907,10 @@ TEST_F(RobustnessTest, FunctionGranularitySpeedsUpWholeFunctions) {
   EXPECT_NE(report.out.find("↳ lines:"), std::string::npos) << report.out;
 }
 
-TEST_F(RobustnessTest, GranularityMustBeLineOrFunction) {
+TEST_F(RobustnessTest, GranularityMustBeAutoLineOrFunction) {
   const ProcessResult result = run({"--granularity", "basic-block"}, {TWO_THREADS_EXE, "-n", "10"});
   EXPECT_TRUE(result.exited && result.exit_status != 0) << describe(result);
-  EXPECT_NE(result.err.find("--granularity basic-block: expected line or function"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("--granularity basic-block: expected auto, line or function"), std::string::npos) << result.err;
 }
 
 TEST_F(RobustnessTest, LatencyPointGivenOnTheCommandLine) {

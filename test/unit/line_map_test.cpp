@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "line_fixtures.h"
@@ -315,6 +316,41 @@ TEST(LineMap, TwoObjectsAndAFinalizeBetween) {
   // Same file:line in both binaries: one SourceLine, counted in each object.
   EXPECT_EQ(map.find(work + bias), map.find(test::symbol_value(fixture("lines_dwarf5_nopie"), "fixture_work")));
   EXPECT_EQ(a.lines, b.lines);
+}
+
+// A library unloaded (dlclose), another loaded at the same address: every
+// address of the new one maps to its own lines. Different layouts, so
+// ranges of the old one start inside ranges of the new one; such a range
+// survived, and took the rest of the new range (the existing dlopen test
+// loads two libraries of one shape, whose ranges coincide).
+TEST(LineMap, ALibraryLoadedWhereAnotherWasReplacesItsRanges) {
+  const uintptr_t bias = 0x7f00'0000'0000;
+  LineMap map;
+  map.add_object(fixture("lines_cpp"), bias, everything);
+  map.finalize();
+  const std::string second = "lines_dwarf5_pie";
+  map.add_object(fixture(second), bias, everything);
+  map.finalize();
+  std::vector<test::ReadelfRow> rows = test::readelf_rows(fixture(second));
+  ASSERT_FALSE(rows.empty());
+  size_t checked = 0, wrong = 0;
+  std::string first_wrong;
+  for (size_t i = 0; i + 1 < rows.size(); ++i) {
+    const auto& row = rows[i];
+    const auto& next = rows[i + 1];
+    if (row.end_sequence || row.line == 0 || next.address <= row.address || row.address < 0x1000) continue;
+    for (uint64_t a = row.address; a < next.address; ++a) {
+      SourceLine* line = map.find(a + bias);
+      ++checked;
+      bool right = line && line->line == row.line && std::filesystem::path(line->file).filename() == row.file;
+      if (!right && wrong++ == 0) {
+        first_wrong = fmt::format("{:#x}: {}:{} expected, found {}", a, row.file, row.line, line ? line->name() : "none");
+      }
+    }
+  }
+  EXPECT_GT(checked, 100u);
+  EXPECT_EQ(wrong, 0u) << wrong << " of " << checked << " addresses of the new library map elsewhere, first "
+                       << first_wrong;
 }
 
 // --- no debug info: function-level ranges from the symbol table ---

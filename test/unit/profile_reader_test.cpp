@@ -310,6 +310,20 @@ TEST(ProfileReader, SamplingRecordsAreSummed) {
   EXPECT_EQ(p.sampling.lost, 3u);
 }
 
+// What the runtime's fixed tables had no room for, summed over processes
+// and files; records without the keys (nothing dropped, older files) add 0.
+TEST(ProfileReader, DroppedStacksAndWaitsAreSummed) {
+  Profile p = read(
+      "sampling\tsamples=100\tin-scope=90\tlost=0\tstacks-dropped=12\twaits-dropped=3\n"
+      "sampling\tsamples=10\tin-scope=10\tlost=0\tstacks-dropped=5\n"
+      "sampling\tsamples=10\tin-scope=10\tlost=0\n");
+  EXPECT_TRUE(p.warnings.empty());
+  EXPECT_EQ(p.sampling.stacks_dropped, 17u);
+  EXPECT_EQ(p.sampling.waits_dropped, 3u);
+  merge_profile(p, read("sampling\tsamples=1\tin-scope=1\tlost=0\tstacks-dropped=1\n"));
+  EXPECT_EQ(p.sampling.stacks_dropped, 18u);
+}
+
 TEST(ProfileReader, MergeAddsRuns) {
   Profile a = read("experiment\tselected=a.c:1\tspeedup=0\tduration=5\tselected-samples=0\n"
                    "samples\tlocation=a.c:1\tcount=2\n"

@@ -7,7 +7,10 @@
 
 #include <cerrno>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "profile.h"
 
@@ -105,6 +108,60 @@ TEST(ProfileWriter, AppendsWithoutTruncating) {
   ss << in.rdbuf();
   unlink(path);
   EXPECT_EQ(ss.str(), "runtime\ttime=1\nruntime\ttime=2\n");
+}
+
+// The profiler thread and an exiting thread may write at once (the last
+// records of a run): the deferred startup record and the lazily created file
+// are the writer's own state, handed over exactly once.
+TEST(ProfileWriter, ThreadsWritingAtOnceShareOneStartupRecord) {
+  constexpr int threads = 4, records = 200, rounds = 100;
+  for (int round = 0; round < rounds; ++round) {
+    char dir[] = "/tmp/coz-writer-test-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    const std::string path = std::string(dir) + "/profile.coz";
+    {
+      ProfileWriter w;
+      w.open_when_written(path);
+      w.defer_startup(123, 10, 1, "./app");
+      std::vector<std::thread> writers;
+      for (int t = 0; t < threads; ++t) {
+        writers.emplace_back([&w, t] {
+          for (int i = 0; i < records; ++i) w.write_runtime(static_cast<uint64_t>(t) * records + i);
+        });
+      }
+      for (auto& th : writers) th.join();
+    }
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    unlink(path.c_str());
+    rmdir(dir);
+    std::string text = ss.str();
+    size_t startups = 0, runtimes = 0;
+    std::set<std::string> seen;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("startup\t", 0) == 0) ++startups;
+      if (line.rfind("runtime\ttime=", 0) == 0) {
+        ++runtimes;
+        EXPECT_TRUE(seen.insert(line).second) << "written twice: " << line;
+      }
+    }
+    ASSERT_EQ(startups, 1u) << "round " << round;
+    ASSERT_EQ(runtimes, static_cast<size_t>(threads * records)) << "round " << round;
+    ASSERT_EQ(text.rfind("startup\t", 0), 0u) << "the startup record is not first, round " << round;
+  }
+}
+
+TEST(ProfileWriter, SamplingRecordSaysWhatTheTablesDropped) {
+  ProfileWriter::SamplingTotals t;
+  t.samples = 10;
+  t.in_scope = 9;
+  EXPECT_EQ(ProfileWriter::format_sampling(t), "sampling\tsamples=10\tin-scope=9\tlost=0\n") << "nothing dropped, no key";
+  t.stacks_dropped = 4;
+  t.waits_dropped = 2;
+  EXPECT_EQ(ProfileWriter::format_sampling(t),
+            "sampling\tsamples=10\tin-scope=9\tlost=0\tstacks-dropped=4\twaits-dropped=2\n");
 }
 
 TEST(ProfileWriter, OpenFailureIsReportedNotThrown) {

@@ -304,6 +304,19 @@ TEST(TextReport, SamplingNote) {
   EXPECT_NE(render(a).find("in-scope samples: none taken"), std::string::npos);
 }
 
+TEST(TextReport, DroppedStacksAndWaitsAreSaid) {
+  Analysis a = sample();
+  a.sampling = SamplingTotals{1, 8337, 8087, 0};
+  std::string quiet = render(a);
+  EXPECT_EQ(quiet.find("no call stack"), std::string::npos) << quiet;
+  a.sampling->stacks_dropped = 1500;
+  a.sampling->waits_dropped = 7;
+  std::string text = render(a);
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  EXPECT_NE(text.find("1,500 of the in-scope samples have no call stack"), std::string::npos) << text;
+  EXPECT_NE(text.find("7 waits have no blocked-time record"), std::string::npos) << text;
+}
+
 TEST(CompareReport, ProgramLineAndTable) {
   Comparison c;
   ComparedPoint p;

@@ -256,6 +256,8 @@ struct Reader {
         s.samples = saturating_add(s.samples, samples);
         s.in_scope = saturating_add(s.in_scope, in_scope);
         s.lost = saturating_add(s.lost, lost);
+        if (auto dropped = f.lenient_count("stacks-dropped")) s.stacks_dropped = saturating_add(s.stacks_dropped, *dropped);
+        if (auto dropped = f.lenient_count("waits-dropped")) s.waits_dropped = saturating_add(s.waits_dropped, *dropped);
         auto period = f.lenient_count("period");
         auto cpu_time = f.lenient_count("cpu-time");
         if (period && cpu_time) {
@@ -374,6 +376,8 @@ void merge_profile(Profile& into, Profile&& from) {
   into.sampling.timed = saturating_add(into.sampling.timed, from.sampling.timed);
   into.sampling.attributed_ns = saturating_add(into.sampling.attributed_ns, from.sampling.attributed_ns);
   into.sampling.cpu_time_ns = saturating_add(into.sampling.cpu_time_ns, from.sampling.cpu_time_ns);
+  into.sampling.stacks_dropped = saturating_add(into.sampling.stacks_dropped, from.sampling.stacks_dropped);
+  into.sampling.waits_dropped = saturating_add(into.sampling.waits_dropped, from.sampling.waits_dropped);
   for (size_t i = 0; i < from.warnings.size(); ++i) {
     if (into.warnings.size() < Profile::max_warnings) {
       into.warnings.push_back(std::move(from.warnings[i]));

@@ -58,6 +58,10 @@ struct SamplingTotals {
   uint64_t timed = 0;          // records with both `period=` and `cpu-time=`
   uint64_t attributed_ns = 0;  // sum of in-scope * period
   uint64_t cpu_time_ns = 0;    // sum of cpu-time
+  // No room in the runtime's fixed tables: in-scope samples without a
+  // `stack` record, waits without a `blocked` record.
+  uint64_t stacks_dropped = 0;
+  uint64_t waits_dropped = 0;
 };
 
 /// The samples of one location, and the function it is in.

@@ -472,6 +472,7 @@ class Writer {
                                            grouped(s.samples), lost)
                              : fmt::format("in-scope samples: none taken{}\n", lost));
       coverage(s);
+      dropped(s);
     }
     if (a_.experiments == 0) {
       hint("no experiments: add a progress point (COZ_PROGRESS) or use --end-to-end, run longer, build with -g");
@@ -499,6 +500,27 @@ class Writer {
       out_ << paint(wrap("warning: most of the program's CPU time is not attributed to any line (time in the "
                          "kernel that could not be sampled, code out of the profiled scope, or threads not "
                          "sampled: see coz run -v); the verdicts speak only for the attributed part",
+                         width_),
+                    ansi::yellow)
+           << '\n';
+    }
+  }
+
+  // What the runtime's fixed tables had no room for: the conventional
+  // profile's stacks and waits are then partial (the counts per line are not).
+  void dropped(const SamplingTotals& s) {
+    if (s.stacks_dropped > 0) {
+      out_ << paint(wrap(fmt::format("warning: {} of the in-scope samples have no call stack: the runtime's stack "
+                                     "table was full, so the stacks shown are partial",
+                                     grouped(s.stacks_dropped)),
+                         width_),
+                    ansi::yellow)
+           << '\n';
+    }
+    if (s.waits_dropped > 0) {
+      out_ << paint(wrap(fmt::format("warning: {} waits have no blocked-time record: the runtime's table of wait "
+                                     "sites was full, so the blocked times shown are partial",
+                                     grouped(s.waits_dropped)),
                          width_),
                     ansi::yellow)
            << '\n';

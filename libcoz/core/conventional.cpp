@@ -2,6 +2,18 @@
 
 namespace coz {
 
+namespace {
+/// A 64-bit mix (splitmix64's finalizer): keys that differ in a few bits
+/// land far apart.
+uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
 void StackTable::add(const StackFrame* frames, size_t depth) {
   if (depth == 0) return;
   if (depth > max_frames) depth = max_frames;
@@ -12,8 +24,12 @@ void StackTable::add(const StackFrame* frames, size_t depth) {
   }
   key ^= depth;
   if (key == 0) key = 1;
+  // Not the key itself: frame addresses are multiples of 8, so the key's
+  // low bits depend on the depth alone, and deep stacks crowded into an
+  // eighth of the slots (2,870 of 9,575 samples kept, 2,168 stacks stored).
+  const uint64_t home = mix(key);
   for (size_t probe = 0; probe < max_probes; ++probe) {
-    Slot& slot = slots_[(key + probe) % slot_count];
+    Slot& slot = slots_[(home + probe) % slot_count];
     uint64_t seen = slot.key.load(std::memory_order_acquire);
     if (seen == 0) {
       if (slot.key.compare_exchange_strong(seen, key, std::memory_order_acq_rel)) {
@@ -36,6 +52,9 @@ void StackTable::add(const StackFrame* frames, size_t depth) {
 std::vector<std::pair<std::string, uint64_t>> StackTable::take_new(
     const std::function<std::string(uint64_t)>& function_name) {
   std::vector<std::pair<std::string, uint64_t>> out;
+  // Two takers reading `reported` before either wrote it would both take
+  // the same samples (and one could set it back below the other's).
+  FutexGuard guard(take_lock_);
   for (Slot& slot : slots_) {
     if (!slot.ready.load(std::memory_order_acquire)) continue;
     uint64_t count = slot.count.load(std::memory_order_relaxed);
@@ -73,21 +92,39 @@ const char* wait_kind_name(WaitKind kind) {
 }
 
 void BlockedTable::add(SourceLine* site, WaitKind kind, uint64_t ns) {
-  FutexGuard guard(lock_);
-  Totals& t = totals_[{site, static_cast<int>(kind)}];
-  t.ns += ns;
-  t.count += 1;
+  // User addresses are below 2^47: shifted by 4 bits, the kind fits beside the site.
+  static_assert(static_cast<int>(WaitKind::FileLock) < 16, "a wait kind takes 4 bits of the key");
+  const uint64_t key = ((reinterpret_cast<uintptr_t>(site) << 4) | static_cast<uint64_t>(kind)) + 1;
+  const uint64_t home = mix(key);
+  for (size_t probe = 0; probe < max_probes; ++probe) {
+    Slot& slot = slots_[(home + probe) % slot_count];
+    uint64_t seen = slot.key.load(std::memory_order_acquire);
+    if (seen == 0 && slot.key.compare_exchange_strong(seen, key, std::memory_order_acq_rel)) seen = key;
+    if (seen == key) {
+      slot.ns.fetch_add(ns, std::memory_order_relaxed);
+      slot.count.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  dropped_.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::vector<BlockedTable::Entry> BlockedTable::take_new() {
-  std::map<std::pair<SourceLine*, int>, Totals> taken;
-  {
-    FutexGuard guard(lock_);
-    taken.swap(totals_);
-  }
   std::vector<Entry> out;
-  for (const auto& [key, totals] : taken) {
-    out.push_back({key.first ? key.first->name() : "?", static_cast<WaitKind>(key.second), totals.ns, totals.count});
+  FutexGuard guard(take_lock_);
+  for (Slot& slot : slots_) {
+    const uint64_t key = slot.key.load(std::memory_order_acquire);
+    if (key == 0) continue;
+    // A wait being added may be in `count` and not yet in `ns` (or the other
+    // way round): the next call takes the rest.
+    const uint64_t count = slot.count.load(std::memory_order_relaxed);
+    const uint64_t ns = slot.ns.load(std::memory_order_relaxed);
+    if (count == slot.reported_count && ns == slot.reported_ns) continue;
+    const auto* site = reinterpret_cast<SourceLine*>((key - 1) >> 4);
+    out.push_back({site ? site->name() : "?", static_cast<WaitKind>((key - 1) & 15), ns - slot.reported_ns,
+                   count - slot.reported_count});
+    slot.reported_ns = ns;
+    slot.reported_count = count;
   }
   return out;
 }

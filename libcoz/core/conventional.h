@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,10 +38,15 @@ class StackTable {
 
   /// (frames "A;B;C" outermost first, count since the last call); a function
   /// frame is named by `function_name(entry address)`. Not for signal context.
+  /// Callers may overlap (the profiler thread and an exiting thread): each
+  /// sample is taken once.
   std::vector<std::pair<std::string, uint64_t>> take_new(
       const std::function<std::string(uint64_t)>& function_name);
 
+  /// Samples whose stack was dropped because the table was full.
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  /// take_new's lock, for the runtime's fork handlers (runtime.cpp).
+  FutexLock& lock() { return take_lock_; }
 
  private:
   static constexpr size_t slot_count = 4096;
@@ -53,19 +57,26 @@ class StackTable {
     uint32_t depth = 0;
     StackFrame frames[max_frames];
     std::atomic<uint64_t> count{0};
-    uint64_t reported = 0;
+    uint64_t reported = 0;  // part of count already taken, under take_lock_
   };
   Slot slots_[slot_count];
   std::atomic<uint64_t> dropped_{0};
+  FutexLock take_lock_;  // take_new's; add() never takes it
 };
 
 enum class WaitKind { Mutex, Cond, RwLock, Barrier, Join, Sem, Futex, Sleep, Signal, Io, Poll, Child, FileLock };
 const char* wait_kind_name(WaitKind kind);
 
-/// Time spent blocked, per (wait site, kind). Updated only by waits that
-/// really blocked, so a lock is fine here.
+/// Time spent blocked, per (wait site, kind): a fixed, preallocated
+/// open-addressing table like StackTable. A wait is recorded right after the
+/// call it wrapped returned, when that call may hold the program's lock (a
+/// mutex wait): recording must not allocate or lock, since the program's
+/// allocator may take that very lock (a malloc wrapped in a pthread mutex),
+/// and it may run in a signal handler. A pair that finds no free slot is
+/// dropped and counted.
 class BlockedTable {
  public:
+  /// Async-signal-safe: no allocation, no lock.
   void add(SourceLine* site, WaitKind kind, uint64_t ns);
 
   struct Entry {
@@ -74,17 +85,26 @@ class BlockedTable {
     uint64_t ns;
     uint64_t count;
   };
-  /// Totals since the last call.
+  /// Totals since the last call (callers may overlap: each wait is taken once).
   std::vector<Entry> take_new();
-  /// In a forked child: another thread of the parent may have held the lock.
-  void reset_lock_after_fork() { new (&lock_) FutexLock(); }
+
+  /// Waits dropped because the table was full.
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  /// take_new's lock, for the runtime's fork handlers (runtime.cpp).
+  FutexLock& lock() { return take_lock_; }
 
  private:
-  struct Totals {
-    uint64_t ns = 0, count = 0;
+  static constexpr size_t slot_count = 4096;
+  static constexpr size_t max_probes = 16;
+  struct Slot {
+    std::atomic<uint64_t> key{0};  // 0: free; else (site << 4 | kind) + 1
+    std::atomic<uint64_t> ns{0};
+    std::atomic<uint64_t> count{0};
+    uint64_t reported_ns = 0, reported_count = 0;  // under take_lock_
   };
-  FutexLock lock_;
-  std::map<std::pair<SourceLine*, int>, Totals> totals_;
+  Slot slots_[slot_count];
+  std::atomic<uint64_t> dropped_{0};
+  FutexLock take_lock_;
 };
 
 }  // namespace coz
