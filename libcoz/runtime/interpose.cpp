@@ -74,10 +74,27 @@ const sigset_t* without_sample_signal(int how, const sigset_t* set, sigset_t& co
   return &copy;
 }
 
-/// The program's disposition for the sample signal, kept aside: the signal
-/// is the runtime's, and a program that resets every signal must not turn
-/// sampling into a fatal signal.
-struct sigaction g_program_sample_action = {};
+/// sigtimedwait (sigwaitinfo, sigwait: `timeout` null) that never returns
+/// the runtime's sample signal: a thread that blocks it with the raw
+/// rt_sigprocmask (the wrappers below keep it deliverable) would take the
+/// runtime's samples for signals of its own. One that comes is dropped (its
+/// sample stays in the ring for the next drain) and the wait goes on, for
+/// what is left of the timeout.
+int wait_for_program_signal(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
+  const uint64_t deadline = timeout ? coz::sys::monotonic_ns() + static_cast<uint64_t>(timeout->tv_sec) * 1'000'000'000u +
+                                          static_cast<uint64_t>(timeout->tv_nsec)
+                                    : 0;
+  for (;;) {
+    struct timespec left = {};
+    if (timeout) {
+      uint64_t now = coz::sys::monotonic_ns();
+      uint64_t ns = deadline > now ? deadline - now : 0;
+      left = {static_cast<time_t>(ns / 1'000'000'000u), static_cast<long>(ns % 1'000'000'000u)};
+    }
+    int sig = functions().sigtimedwait(set, info, timeout ? &left : nullptr);
+    if (sig != coz::sample_signal || !coz::is_runtime_signal(info)) return sig;
+  }
+}
 
 bool is_futex_lock(int op) { return op == FUTEX_LOCK_PI || op == FUTEX_LOCK_PI2; }
 bool is_futex_wait(int op) { return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET || op == FUTEX_WAIT_REQUEUE_PI; }
@@ -395,7 +412,12 @@ unsigned int sleep(unsigned int seconds) {
 /// Claims the credit of a signal a thread of this process sent; else pays.
 int sigwait(const sigset_t* set, int* sig) {
   KernelWait w(coz::WaitKind::Signal);
-  int err = functions().sigwait(set, sig);
+  siginfo_t info;
+  int ret;
+  do ret = wait_for_program_signal(set, &info, nullptr);
+  while (ret < 0 && errno == EINTR);  // sigwait is never interrupted (glibc's loops too)
+  int err = ret > 0 ? 0 : errno;
+  if (ret > 0) *sig = ret;
   int tid = coz::sys::gettid();
   w.done([tid](const coz::WakeRecord& r) { return coz::signal_reaches(r, tid); });
   return err;
@@ -406,7 +428,7 @@ int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   siginfo_t local;
   siginfo_t* out = info ? info : &local;
   Wait w(coz::WaitKind::Signal);
-  int ret = functions().sigwaitinfo(set, out);
+  int ret = wait_for_program_signal(set, out, nullptr);
   w.done(ret > 0 && out->si_pid == coz::sys::getpid());
   return ret;
 }
@@ -416,7 +438,7 @@ int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* ti
   siginfo_t local;
   siginfo_t* out = info ? info : &local;
   Wait w(coz::WaitKind::Signal);
-  int ret = functions().sigtimedwait(set, out, timeout);
+  int ret = wait_for_program_signal(set, out, timeout);
   w.done(ret > 0 && out->si_pid == coz::sys::getpid());
   return ret;
 }
@@ -446,15 +468,14 @@ int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
   return functions().sigprocmask(how, without_sample_signal(how, set, copy), old);
 }
 
-/// The sample signal stays ours; the program sees its own disposition as if it were installed.
-/// The exit signals the runtime stands in for read as SIG_DFL (exit_signals.h).
+/// The sample signal stays the runtime's; the program's disposition for it
+/// is kept and honoured (sample_signal.h). The exit signals the runtime
+/// stands in for read as SIG_DFL (exit_signals.h).
 int sigaction(int sig, const struct sigaction* action, struct sigaction* old) {
   int result;
   if (coz::exit_signal_sigaction(sig, action, old, result)) return result;
-  if (sig != coz::sample_signal || !coz::runtime()) return functions().sigaction(sig, action, old);
-  if (old) *old = g_program_sample_action;
-  if (action) g_program_sample_action = *action;
-  return 0;
+  if (sig == coz::sample_signal && coz::sample_signal_installed()) return coz::program_sample_sigaction(action, old);
+  return functions().sigaction(sig, action, old);
 }
 
 /// As sigaction.
@@ -464,10 +485,9 @@ sighandler_t signal(int sig, sighandler_t handler) {
   action.sa_flags = SA_RESTART;  // signal()'s BSD semantics, as glibc gives them
   int result;
   if (coz::exit_signal_sigaction(sig, &action, &previous, result)) return result == 0 ? previous.sa_handler : SIG_ERR;
-  if (sig != coz::sample_signal || !coz::runtime()) return functions().signal(sig, handler);
-  sighandler_t old = g_program_sample_action.sa_handler;
-  g_program_sample_action.sa_handler = handler;
-  return old;
+  if (sig != coz::sample_signal || !coz::sample_signal_installed()) return functions().signal(sig, handler);
+  coz::program_sample_sigaction(&action, &previous);
+  return previous.sa_handler;
 }
 
 // ---- C11 threads: glibc builds them on internal pthread aliases, which never ----

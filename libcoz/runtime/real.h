@@ -72,7 +72,6 @@ namespace coz::real {
   X(clock_nanosleep, true, nullptr)                            \
   X(usleep, true, nullptr)                                     \
   X(sleep, true, nullptr)                                      \
-  X(sigwait, true, nullptr)                                    \
   X(sigwaitinfo, true, nullptr)                                \
   X(sigtimedwait, true, nullptr)                               \
   X(kill, true, nullptr)                                       \

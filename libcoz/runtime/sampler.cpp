@@ -277,7 +277,11 @@ void handle_timer_sample(Runtime& rt, ThreadState& t, void* context) {
   record_sample(rt, t, regs, StackMemory::live(t.stack_low, t.stack_high));
 }
 
-void on_sample_signal(int, siginfo_t*, void* context) {
+void on_sample_signal(int sig, siginfo_t* info, void* context) {
+  if (!is_runtime_signal(info)) {
+    deliver_to_program(sig, info, context);  // kill, raise, sigqueue... from the program
+    return;
+  }
   int saved_errno = errno;
   Runtime* rt = runtime();
   ThreadState* t = current_thread();
@@ -362,6 +366,7 @@ bool start_timer_sampling(ThreadState& t, const Config& config) {
   std::memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
   sev.sigev_signo = sample_signal;
+  sev.sigev_value.sival_ptr = timer_signal_tag();  // tells its signals from the program's (is_runtime_signal)
   sev._sigev_un._tid = t.tid;
   if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t.timer) != 0) {
     log::warn_once(g_timer_failed_warned, "cannot create a CPU-time timer ({}): no samples will be taken",
@@ -450,16 +455,7 @@ long perf_event_open(perf_event_attr* attr) {
 }
 }  // namespace
 
-bool install_sample_handler() {
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = &signal_safe::on_sample_signal;
-  // SA_RESTART: a sample that lands while the thread enters a system call
-  // must not make that call fail with EINTR.
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigfillset(&sa.sa_mask);  // nothing interrupts the handler (it touches per-thread state)
-  return sigaction(sample_signal, &sa, nullptr) == 0;
-}
+bool install_sample_handler() { return install_sample_signal(&signal_safe::on_sample_signal); }
 
 void prepare_sampling() {
   // Room for one descriptor per thread above the program's own range.

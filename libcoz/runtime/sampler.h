@@ -5,18 +5,11 @@
 // signalled once, and the profiler thread drains their rings.
 #pragma once
 
-#include <csignal>
-
 #include "runtime.h"
+#include "sample_signal.h"
 #include "thread_registry.h"
 
 namespace coz {
-
-/// The signal perf_event raises in the sampled thread. A standard signal
-/// (pending signals coalesce, so a flood can never overflow the real-time
-/// queue and turn into SIGIO), and one that programs do not use: SIGPROF is
-/// left to the program's own profiling timers.
-constexpr int sample_signal = SIGSTKFLT;
 
 /// Installs the sample signal handler (once per process).
 bool install_sample_handler();
