@@ -12,6 +12,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <threads.h>
 #include <time.h>
@@ -316,12 +317,13 @@ int sem_post(sem_t* sem) {
 }
 
 // ---- raw system calls through syscall(): futexes (C++20 atomic waits,
-// hand-rolled locks), futex_waitv, io_uring_enter, tgkill ---------------------
+// hand-rolled locks), futex_waitv, io_uring_enter, signalfd, tgkill ----------
 
 /// FUTEX_WAIT woken by FUTEX_WAKE (skip) or not blocking at all (EAGAIN,
 /// skip); FUTEX_LOCK_PI acquired from an unlocker that caught up; a timeout
 /// or signal pays. Wakes pay first. io_uring_enter: a submission may wake a
 /// thread waiting on the same ring; a wait for completions claims it.
+/// signalfd: never reports the sample signal (see the signalfd wrapper).
 long syscall(long number, ...) {
   va_list ap;
   va_start(ap, number);
@@ -360,6 +362,12 @@ long syscall(long number, ...) {
       long ret = real();
       w.done([ring](const coz::WakeRecord& r) { return r.kind == WakeKind::RingSubmit && r.target == ring; });
       return ret;
+    }
+    case SYS_signalfd:
+    case SYS_signalfd4: {  // as the signalfd wrapper; the kernel's mask is one word
+      if (!a2 || a3 != sizeof(uint64_t)) return real();
+      uint64_t mask = *reinterpret_cast<const uint64_t*>(a2) & ~(1ull << (coz::sample_signal - 1));
+      return functions().syscall(number, a1, reinterpret_cast<long>(&mask), a3, a4, a5, a6);
     }
     case SYS_tgkill:
     case SYS_tkill: {
@@ -441,6 +449,15 @@ int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* ti
   int ret = wait_for_program_signal(set, out, timeout);
   w.done(ret > 0 && out->si_pid == coz::sys::getpid());
   return ret;
+}
+
+/// Never reports the sample signal: a thread that blocks it with the raw
+/// rt_sigprocmask would read the runtime's samples as its own signals, and
+/// a signalfd cannot tell them apart (the cost: a program cannot read its
+/// own SIGSTKFLT from a signalfd).
+int signalfd(int fd, const sigset_t* mask, int flags) {
+  sigset_t copy;
+  return functions().signalfd(fd, without_sample_signal(SIG_BLOCK, mask, copy), flags);
 }
 
 /// Sending a signal may wake a thread in sigwait or sigsuspend: pay first, leave the credit.

@@ -163,7 +163,7 @@ void Profiler::run() {
 }
 
 uint64_t Profiler::quiet_step(uint64_t step_ns) const {
-  return rt_.quiet_sampling || kernel_sampling() ? std::min(step_ns, quiet_drain_ns_) : step_ns;
+  return unsignalled_rings(rt_) ? std::min(step_ns, quiet_drain_ns_) : step_ns;
 }
 
 SourceLine* Profiler::wait_for_fixed_line() {

@@ -15,6 +15,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/select.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -74,6 +75,7 @@ namespace coz::real {
   X(sleep, true, nullptr)                                      \
   X(sigwaitinfo, true, nullptr)                                \
   X(sigtimedwait, true, nullptr)                               \
+  X(signalfd, true, nullptr)                                   \
   X(kill, true, nullptr)                                       \
   X(sigaction, true, nullptr)                                  \
   X(signal, true, nullptr)                                     \

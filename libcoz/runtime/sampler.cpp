@@ -15,6 +15,8 @@
 #include <iterator>
 #include <optional>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -448,6 +450,67 @@ bool map_ring(PerfRing& ring, int fd, unsigned pages) {
   return false;
 }
 
+/// Whether thread `tid` blocks the sample signal now (its SigBlk in /proc).
+bool sample_signal_blocked(int tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char text[4096];
+  ssize_t n = sys::read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return false;
+  text[n] = '\0';
+  const char* field = std::strstr(text, "\nSigBlk:");
+  if (!field) return false;
+  uint64_t mask = std::strtoull(field + std::strlen("\nSigBlk:"), nullptr, 16);
+  return mask & (1ull << (sample_signal - 1));
+}
+
+std::atomic<int> g_signal_blocked_threads{0};
+std::atomic<bool> g_signal_blocked_warned{false};
+
+/// Bytes left in a signalled ring that say its signals are not handled: the
+/// handler drains the ring at every sample, so more than one record waits
+/// there only when the signal cannot be delivered (or, briefly, while the
+/// handler runs).
+constexpr uint64_t undelivered_bytes = 3 * Config::stack_sample_bytes;
+
+/// The wrappers keep the sample signal deliverable whatever mask the program
+/// sets through libc, but a thread can still block it with the raw
+/// rt_sigprocmask, or run a long handler of its own whose sa_mask holds it.
+/// Its samples then wait in a ring no handler drains (and are lost once it
+/// is full), and its signals stay pending for the thread to read with a
+/// signalfd or sigwait (issue #14: 300 SIGSTKFLT read by a program, a profile
+/// without samples, no word). The ring that fills says so; /proc confirms
+/// it; the sampler then raises no more signals for the thread, and the
+/// profiler thread drains its rings until the thread unblocks the signal
+/// (checked each time). Meanwhile its samples still count and credit
+/// delays, but it pays what it owes only at its waits.
+void watch_signal_delivery(Runtime& rt, ThreadState& t) {
+  bool was_blocked = t.signal_blocked.load(std::memory_order_relaxed);
+  if (!was_blocked && t.ring.unread_bytes() < undelivered_bytes) return;
+  bool blocked = sample_signal_blocked(t.tid);
+  if (blocked == was_blocked) return;
+  if (blocked) {
+    signal_safe::stop_signals(t.perf_fd);
+    // Its first sample may not have set the regular period yet (settle_period).
+    if (signal_safe::set_period(t.perf_fd, rt.sample_period_ns.load(std::memory_order_relaxed))) {
+      t.regular_period.store(true, std::memory_order_release);
+    }
+    g_signal_blocked_threads.fetch_add(1, std::memory_order_relaxed);
+    log::warn_once(g_signal_blocked_warned,
+                   "thread {} blocks the sample signal (SIGSTKFLT) where the runtime cannot unblock it (a raw "
+                   "rt_sigprocmask, or a long handler that masks it): its samples are collected without signals "
+                   "while it does, and it pays the experiments' delays only at its waits",
+                   t.tid);
+  } else {
+    sys::raw_syscall6(SYS_fcntl, t.perf_fd, F_SETFL, O_ASYNC, 0, 0, 0);
+    g_signal_blocked_threads.fetch_sub(1, std::memory_order_relaxed);
+  }
+  t.signal_blocked.store(blocked, std::memory_order_relaxed);
+}
+
 long perf_event_open(perf_event_attr* attr) {
   long fd = sys::raw_syscall6(SYS_perf_event_open, reinterpret_cast<long>(attr), 0 /* this thread */,
                               -1 /* any cpu */, -1 /* no group */, PERF_FLAG_FD_CLOEXEC);
@@ -579,6 +642,9 @@ void stop_sampling(ThreadState& t) {
     return;
   }
   if (t.perf_fd < 0) return;
+  if (t.signal_blocked.exchange(false, std::memory_order_relaxed)) {
+    g_signal_blocked_threads.fetch_sub(1, std::memory_order_relaxed);
+  }
   ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
   if (t.kernel_fd >= 0) ioctl(t.kernel_fd, PERF_EVENT_IOC_DISABLE, 0);
   // Its last samples, since the last drain. The thread has left the thread
@@ -619,11 +685,19 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period) {
 }
 
 void drain_unsignalled_rings(Runtime& rt) {
-  if (!rt.quiet_sampling && !kernel_sampling()) return;
-  auto which = rt.quiet_sampling ? signal_safe::Rings::All : signal_safe::Rings::KernelOnly;
   for_each_thread([&](ThreadState& t) {
-    if (!t.timer_mode && t.perf_fd >= 0) signal_safe::drain_ring(rt, t, which);
+    if (t.timer_mode || t.perf_fd < 0) return;
+    if (!rt.quiet_sampling) watch_signal_delivery(rt, t);
+    if (rt.quiet_sampling || t.signal_blocked.load(std::memory_order_relaxed)) {
+      signal_safe::drain_ring(rt, t, signal_safe::Rings::All);
+    } else if (kernel_sampling()) {
+      signal_safe::drain_ring(rt, t, signal_safe::Rings::KernelOnly);
+    }
   });
+}
+
+bool unsignalled_rings(const Runtime& rt) {
+  return rt.quiet_sampling || kernel_sampling() || g_signal_blocked_threads.load(std::memory_order_relaxed) > 0;
 }
 
 bool kernel_sampling() { return g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::On; }
@@ -655,6 +729,8 @@ void unmap_retired_rings(uint64_t budget_ns) {
 
 void forget_inherited_sampler(ThreadState& t) {
   t.timer_mode = false;  // POSIX timers are not inherited by a forked child
+  t.signal_blocked.store(false, std::memory_order_relaxed);  // the new sampler signals until seen otherwise
+  g_signal_blocked_threads.store(0, std::memory_order_relaxed);
   for (auto [fd, ring] : {std::pair{&t.perf_fd, &t.ring}, std::pair{&t.kernel_fd, &t.kernel_ring}}) {
     if (*fd < 0) continue;
     ring->unmap();

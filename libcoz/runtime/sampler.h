@@ -36,10 +36,17 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period);
 
 /// Consumes the rings that no signal drains, and counts their samples:
 /// every ring in a quiet run (Runtime::quiet_sampling: threads take no
-/// signal per sample), else the kernel-time rings. The profiler thread calls
-/// this often enough that no ring fills (quiet_drain_interval_ns). No-op
-/// when there are none.
+/// signal per sample), else the kernel-time rings and the rings of threads
+/// that block the sample signal, which it also finds (a thread can block it
+/// where the interposed calls cannot keep it deliverable: the raw
+/// rt_sigprocmask, or a long handler of its own whose sa_mask holds it).
+/// The profiler thread calls this often enough that no ring fills
+/// (quiet_drain_interval_ns).
 void drain_unsignalled_rings(Runtime& rt);
+
+/// Whether some ring is drained by no signal (drain_unsignalled_rings has
+/// work): the profiler thread must wake every quiet_drain_interval_ns.
+bool unsignalled_rings(const Runtime& rt);
 
 /// Whether threads sample their time in the kernel too (allowed by the
 /// system; known once the first thread has started sampling).

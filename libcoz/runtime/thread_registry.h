@@ -50,6 +50,10 @@ struct ThreadState {
   // The rings' one consumer at a time: the thread's sample handler, or the
   // profiler thread (drain_unsignalled_rings). Guards scratch and unwind_frames too.
   std::atomic<bool> draining{false};
+  // The thread blocks the sample signal where the runtime cannot unblock it
+  // (sampler.cpp, watch_signal_delivery): its sampler raises no signal, and
+  // the profiler thread drains both its rings.
+  std::atomic<bool> signal_blocked{false};
   // A sample record that wraps the ring end is copied here (sampler.cpp).
   alignas(8) unsigned char scratch[Config::stack_sample_bytes + 128];
   // The frames of the sample being walked: kept here, not on the stack the
