@@ -23,6 +23,7 @@
 #include "real.h"
 #include "runtime.h"
 #include "sampler.h"
+#include "signal_stack.h"
 #include "thread_registry.h"
 #include "channels.h"
 #include "exit_signals.h"
@@ -505,6 +506,13 @@ sighandler_t signal(int sig, sighandler_t handler) {
   if (sig != coz::sample_signal || !coz::sample_signal_installed()) return functions().signal(sig, handler);
   coz::program_sample_sigaction(&action, &previous);
   return previous.sa_handler;
+}
+
+/// The program's alternate stack stays its own; the runtime's is never
+/// reported (signal_stack.h).
+int sigaltstack(const stack_t* ss, stack_t* old) {
+  coz::ThreadState* t = coz::current_thread();
+  return t ? coz::program_sigaltstack(*t, ss, old) : functions().sigaltstack(ss, old);
 }
 
 // ---- C11 threads: glibc builds them on internal pthread aliases, which never ----

@@ -79,6 +79,7 @@ namespace coz::real {
   X(kill, true, nullptr)                                       \
   X(sigaction, true, nullptr)                                  \
   X(signal, true, nullptr)                                     \
+  X(sigaltstack, true, nullptr)                                \
   X(dlopen, true, nullptr)                                     \
   COZ_REAL_IO_FUNCTIONS(X)                                     \
   COZ_REAL_C11_FUNCTIONS(X)

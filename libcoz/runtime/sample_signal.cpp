@@ -57,8 +57,9 @@ bool install_sample_signal(void (*handler)(int, siginfo_t*, void*)) {
   struct sigaction sa = {};
   sa.sa_sigaction = handler;
   // SA_RESTART: a sample that lands while the thread enters a system call
-  // must not make that call fail with EINTR.
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  // must not make that call fail with EINTR. SA_ONSTACK: never on the
+  // program's stack (signal_stack.h).
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   sigfillset(&sa.sa_mask);  // nothing interrupts the handler (it touches per-thread state)
   if (real::functions().sigaction(sample_signal, &sa, nullptr) != 0) return false;
   g_installed.store(true, std::memory_order_release);

@@ -31,7 +31,8 @@ void* timer_signal_tag();
 bool is_runtime_signal(const siginfo_t* info);
 
 /// Installs `handler` for the sample signal, keeping the disposition the
-/// program had as its own. The handler runs with every signal blocked.
+/// program had as its own. The handler runs on the thread's alternate
+/// signal stack (signal_stack.h), with every signal blocked.
 bool install_sample_signal(void (*handler)(int, siginfo_t*, void*));
 
 /// Whether the runtime's handler is installed (the interposed sigaction

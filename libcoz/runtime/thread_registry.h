@@ -57,8 +57,11 @@ struct ThreadState {
   // A sample record that wraps the ring end is copied here (sampler.cpp).
   alignas(8) unsigned char scratch[Config::stack_sample_bytes + 128];
   // The frames of the sample being walked: kept here, not on the stack the
-  // signal handler shares with the program.
+  // signal handler runs on.
   UnwindFrame unwind_frames[Config::max_unwind_frames];
+  // The thread's alternate signal stack, where the sample handler runs
+  // (signal_stack.h); null if it could not be allocated.
+  void* signal_stack = nullptr;
 };
 
 /// This thread's state, or nullptr if it is not profiled. Async-signal-safe.
