@@ -291,9 +291,12 @@ void on_sample_signal(int sig, siginfo_t* info, void* context) {
     handle_timer_sample(*rt, *t, context);
     rt->ledger.pay_from_signal(t->ledger);
   } else if (rt && t) {
+    t->in_sample_handler.store(true, std::memory_order_relaxed);  // for watch_signal_delivery
+    t->signals_taken.fetch_add(1, std::memory_order_release);
     settle_period(*rt, *t);  // first: a hurried period would go on sampling the drain
     drain_ring(*rt, *t);
     rt->ledger.pay_from_signal(t->ledger);
+    t->in_sample_handler.store(false, std::memory_order_release);
   }
   errno = saved_errno;
 }
@@ -467,13 +470,22 @@ bool sample_signal_blocked(int tid) {
   return mask & (1ull << (sample_signal - 1));
 }
 
+/// The CPU time of thread `tid` of this process, in ns (its CPU-time
+/// clock, as the kernel names it: CPUCLOCK_SCHED, per thread, ~tid << 3).
+uint64_t thread_cpu_ns(int tid) {
+  const auto clock = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6);
+  timespec ts{};
+  if (clock_gettime(clock, &ts) != 0) return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 std::atomic<int> g_signal_blocked_threads{0};
 std::atomic<bool> g_signal_blocked_warned{false};
 
-/// Bytes left in a signalled ring that say its signals are not handled: the
-/// handler drains the ring at every sample, so more than one record waits
-/// there only when the signal cannot be delivered (or, briefly, while the
-/// handler runs).
+/// Bytes left in a signalled ring that say its signals may not be handled:
+/// the handler drains the ring at every sample, so more than one record
+/// waits there only when the signal cannot be delivered, or while the
+/// handler runs (at the shortest periods, it is sampled itself).
 constexpr uint64_t undelivered_bytes = 3 * Config::stack_sample_bytes;
 
 /// The wrappers keep the sample signal deliverable whatever mask the program
@@ -486,12 +498,37 @@ constexpr uint64_t undelivered_bytes = 3 * Config::stack_sample_bytes;
 /// it; the sampler then raises no more signals for the thread, and the
 /// profiler thread drains its rings until the thread unblocks the signal
 /// (checked each time). Meanwhile its samples still count and credit
-/// delays, but it pays what it owes only at its waits.
+/// delays, but it pays what it owes only at its waits. Brief blocks are
+/// left alone: the sample handler blocks the signal while it runs (at
+/// --period 10us its ring filled meanwhile), and so does glibc around
+/// pthread_create or fork; the thread is switched once it has run
+/// blocked_cpu_for_switch_ns of CPU time with the signal blocked and no
+/// handler run. CPU time, not wall time: a thread preempted as its handler
+/// began (the signal blocked, the flag not yet set) looked blocked for 10
+/// ms on a loaded machine.
 void watch_signal_delivery(Runtime& rt, ThreadState& t) {
+  constexpr uint64_t blocked_cpu_for_switch_ns = 5'000'000;
   bool was_blocked = t.signal_blocked.load(std::memory_order_relaxed);
-  if (!was_blocked && t.ring.unread_bytes() < undelivered_bytes) return;
-  bool blocked = sample_signal_blocked(t.tid);
+  bool blocked = was_blocked;
+  if (was_blocked) {
+    blocked = sample_signal_blocked(t.tid);
+  } else if (t.ring.unread_bytes() >= undelivered_bytes && !t.in_sample_handler.load(std::memory_order_acquire)) {
+    uint32_t taken = t.signals_taken.load(std::memory_order_acquire);
+    uint64_t cpu = thread_cpu_ns(t.tid);
+    bool still = t.blocked_seen_cpu_ns != 0 && t.blocked_seen_taken == taken;
+    if (!sample_signal_blocked(t.tid) || t.in_sample_handler.load(std::memory_order_acquire)) {
+      t.blocked_seen_cpu_ns = 0;
+    } else if (!still) {
+      t.blocked_seen_cpu_ns = cpu;
+      t.blocked_seen_taken = taken;
+    } else {
+      blocked = cpu - t.blocked_seen_cpu_ns >= blocked_cpu_for_switch_ns;
+    }
+  } else {
+    t.blocked_seen_cpu_ns = 0;
+  }
   if (blocked == was_blocked) return;
+  t.blocked_seen_cpu_ns = 0;
   if (blocked) {
     signal_safe::stop_signals(t.perf_fd);
     // Its first sample may not have set the regular period yet (settle_period).
