@@ -24,9 +24,15 @@
 #include "unwinder.h"
 #include "real.h"
 #include "futex_lock.h"
+#include "signal_stack.h"
 #include "no_destroy.h"
 
 namespace coz {
+namespace {
+/// How many configured periods a sample of a sampler no signal drains
+/// stands for (unsignalled_period_ns); set before the first one starts.
+std::atomic<uint64_t> g_unsignalled_weight{1};
+}  // namespace
 
 // ---------------------------------------------------------------------------
 // Signal context. Everything in this namespace runs inside the sample signal
@@ -94,7 +100,7 @@ bool is_runtime_work(const UnwindFrame& frame) {
 /// before any in-scope line.
 std::optional<size_t> stack_frames(Runtime& rt, ThreadState& t, const UnwindRegisters& regs,
                                    const StackMemory& stack, StackFrame (&frames)[StackTable::max_frames],
-                                   bool counted) {
+                                   uint64_t weight) {
   UnwindStop stop;
   size_t depth = unwind(rt.frames.tables(), regs, stack, t.unwind_frames, Config::max_unwind_frames, stop);
   size_t n = 0;
@@ -117,7 +123,7 @@ std::optional<size_t> stack_frames(Runtime& rt, ThreadState& t, const UnwindRegi
     last_line = line;
   }
   if (n == StackTable::max_frames && stop != UnwindStop::Outermost) stop = UnwindStop::Outermost;  // deep enough
-  if (counted) rt.stats.unwind_stops[static_cast<size_t>(stop)].fetch_add(1, std::memory_order_relaxed);
+  if (weight) rt.stats.unwind_stops[static_cast<size_t>(stop)].fetch_add(weight, std::memory_order_relaxed);
   return n;
 }
 
@@ -140,33 +146,32 @@ bool in_breakpoint_trap(const Runtime& rt, const UnwindRegisters& regs) {
 /// `in_kernel`: a sample of the thread's time in the kernel (start_kernel_sampling).
 void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const StackMemory& stack,
                    bool in_kernel = false) {
-  // The kernel-time sampler keeps the configured period (start_kernel_sampling):
-  // each of its samples counts, and credits the delays of `rate` user samples.
+  // A kernel-time sample stands for `weight` configured periods
+  // (unsignalled_period_ns): each counts that many times, and credits the
+  // delays of `weight` x `rate` user samples.
   if (in_breakpoint_trap(rt, regs)) return;
-  bool counted = in_kernel || counted_in_profile(rt, t);
+  const uint64_t weight = in_kernel ? g_unsignalled_weight.load(std::memory_order_relaxed) : counted_in_profile(rt, t) ? 1 : 0;
   StackFrame frames[StackTable::max_frames];
-  std::optional<size_t> walked = stack_frames(rt, t, regs, stack, frames, counted);
+  std::optional<size_t> walked = stack_frames(rt, t, regs, stack, frames, weight);
   if (!walked) return;
   const size_t depth = *walked;
-  if (counted) rt.stats.samples.fetch_add(1, std::memory_order_relaxed);
-  if (counted && in_kernel) rt.stats.kernel_samples.fetch_add(1, std::memory_order_relaxed);
+  rt.stats.samples.fetch_add(weight, std::memory_order_relaxed);
+  if (in_kernel) rt.stats.kernel_samples.fetch_add(weight, std::memory_order_relaxed);
   SourceLine* line = nullptr;
   for (size_t i = 0; i < depth && !line; ++i) line = StackTable::line_of(frames[i]);
   if (!line) {
-    if (counted) rt.stats.unattributed.fetch_add(1, std::memory_order_relaxed);
-    if (counted && in_kernel) rt.stats.unattributed_kernel.fetch_add(1, std::memory_order_relaxed);
+    rt.stats.unattributed.fetch_add(weight, std::memory_order_relaxed);
+    if (in_kernel) rt.stats.unattributed_kernel.fetch_add(weight, std::memory_order_relaxed);
     return;
   }
-  if (counted) {
-    rt.stacks.add(frames, depth);
-    line->samples.fetch_add(1, std::memory_order_relaxed);
-  }
+  for (uint64_t i = 0; i < weight; ++i) rt.stacks.add(frames, depth);
+  line->samples.fetch_add(weight, std::memory_order_relaxed);
 
   SourceLine* selected = rt.experiment.selected.load(std::memory_order_acquire);
   if (selected == line->experiment_unit()) {
     // Every sample credits its delay (the ledger's delay per sample matches the period in force).
-    if (counted) rt.experiment.selected_samples.fetch_add(1, std::memory_order_relaxed);
-    for (uint64_t i = 0, credits = in_kernel ? short_period_rate(rt) : 1; i < credits; ++i) {
+    rt.experiment.selected_samples.fetch_add(weight, std::memory_order_relaxed);
+    for (uint64_t i = 0, credits = in_kernel ? short_period_rate(rt) * weight : 1; i < credits; ++i) {
       if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
     }
   }
@@ -205,6 +210,12 @@ void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h,
   } else if (!take(regs.bp) || !take(regs.sp) || !take(regs.ip)) {
     return;
   }
+  // A sample of the handler itself, on the thread's own signal stack
+  // (signal_stack.h): the runtime's work, which the walk would find too
+  // (is_runtime_work), dropped without it. At the shortest periods the
+  // handler is sampled as often as the program, and these walks made it
+  // longer still.
+  if (on_signal_stack(t, regs.sp)) return;
   const uint8_t* data = nullptr;
   if (take(size) && size > 0 && end - p >= static_cast<ptrdiff_t>(size)) {
     data = p;
@@ -268,6 +279,39 @@ void settle_period(Runtime& rt, ThreadState& t) {
   if (rt.quiet_sampling) stop_signals(t.perf_fd);
 }
 
+/// The period counts the program's CPU time, not the handler's. At
+/// --period 10us the handler took longer than a period (hrtimer interrupts,
+/// 4 KiB stack copies and signal delivery in this virtual machine, walks
+/// under load), so samples of the handler itself kept it running: a 40 ms
+/// program took 20 s and more, and the handler's own samples filled the
+/// ring (thousands lost). Below this period the handler pauses its sampler
+/// while it runs and restarts the countdown as it leaves, so that the next
+/// sample comes a whole period of the program's time later: two ioctls, 3
+/// us each here (that program: 0.1 s, as at 1 ms, instead of up to 0.6 s
+/// with only the restart, and ~0 samples lost instead of thousands). Above
+/// it, the handler is short next to the period.
+constexpr uint64_t pause_below_period_ns = 100'000;
+constexpr uint64_t paused_period_ns = 1'000'000'000;
+
+/// Pauses the sampler of the thread whose handler runs, at short periods;
+/// true if it did.
+bool pause_sampler(Runtime& rt, ThreadState& t) {
+  if (!t.regular_period.load(std::memory_order_acquire)) return false;  // settle_period sets it now
+  if (rt.sample_period_ns.load(std::memory_order_relaxed) >= pause_below_period_ns) return false;
+  return set_period(t.perf_fd, paused_period_ns);
+}
+
+/// As the handler that paused the sampler leaves: a whole period from now.
+void resume_sampler(Runtime& rt, ThreadState& t) {
+  // A hurried period (hurry_next_sample) set meanwhile stays; the next sample settles it.
+  if (!t.regular_period.load(std::memory_order_acquire)) return;
+  uint64_t period = rt.sample_period_ns.load(std::memory_order_relaxed);
+  set_period(t.perf_fd, period);
+  // The profiler thread may have changed every thread's period meanwhile (set_sample_period).
+  uint64_t now_in_force = rt.sample_period_ns.load(std::memory_order_relaxed);
+  if (now_in_force != period) set_period(t.perf_fd, now_in_force);
+}
+
 /// Timer fallback: the registers from the interrupted context, and the
 /// thread's live stack (within its bounds: never a wild read).
 void handle_timer_sample(Runtime& rt, ThreadState& t, void* context) {
@@ -293,9 +337,11 @@ void on_sample_signal(int sig, siginfo_t* info, void* context) {
   } else if (rt && t) {
     t->in_sample_handler.store(true, std::memory_order_relaxed);  // for watch_signal_delivery
     t->signals_taken.fetch_add(1, std::memory_order_release);
+    const bool paused = pause_sampler(*rt, *t);
     settle_period(*rt, *t);  // first: a hurried period would go on sampling the drain
     drain_ring(*rt, *t);
     rt->ledger.pay_from_signal(t->ledger);
+    if (paused) resume_sampler(*rt, *t);
     t->in_sample_handler.store(false, std::memory_order_release);
   }
   errno = saved_errno;
@@ -399,6 +445,14 @@ constexpr uint64_t longest_sample_record = sizeof(perf_event_header) + 7 * sizeo
 /// in 1 run of scale in 8.
 constexpr uint64_t unsignalled_drains_per_ring = 8;
 
+/// The profiler thread drains the rings no signal drains at most this
+/// often. It runs at real-time priority: at --period 10us it woke every 30
+/// us for them and took the CPU from the program (a 40 ms program took 3 to
+/// 66 s, and the threads' own drains, skipped while it held their rings,
+/// lost millions of samples). Their samplers run at a multiple of the
+/// period instead (unsignalled_period_ns).
+constexpr uint64_t min_unsignalled_drain_ns = 1'000'000;
+
 /// Data pages (a power of two) for a ring that holds `records` of the
 /// longest kind.
 unsigned ring_pages_for(uint64_t records) {
@@ -429,6 +483,14 @@ bool memlock_limited() {
 unsigned ring_data_pages(bool unsignalled) {
   if (memlock_limited()) return ring_pages_for(unsignalled ? 7 : 3);
   return ring_pages_for(unsignalled ? 31 : 15);
+}
+
+/// Sample periods a ring no signal drains holds, per drain of the profiler
+/// thread (unsignalled_drains_per_ring drains per fill).
+uint64_t periods_per_unsignalled_drain() {
+  uint64_t ring_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) * ring_data_pages(true);
+  uint64_t samples_that_fit = std::max<uint64_t>(2, ring_bytes / longest_sample_record);
+  return std::max<uint64_t>(1, samples_that_fit / unsignalled_drains_per_ring);
 }
 
 std::atomic<bool> g_ring_shrunk_warned{false};
@@ -574,7 +636,8 @@ void prepare_sampling() {
 /// the user line that made the call. It never signals: a signal raised
 /// inside a system call would cut short a wait that cannot restart
 /// (epoll_wait, poll, a partial pipe write), so the profiler thread and the
-/// thread's own sample handler drain it. It keeps the configured period
+/// thread's own sample handler drain it. It keeps its period (the
+/// configured one, or a multiple at the shortest: unsignalled_period_ns)
 /// during experiments: nothing needs its samples sooner, and at the user
 /// samplers' faster period it cost the experiments more than the baselines
 /// (two_threads' no-effect line at 50%: -2.5% against -0.7% without it,
@@ -668,7 +731,9 @@ bool start_sampling(ThreadState& t, const Config& config) {
   // ioctl spun in event_function_call; kernel 6.18 in this virtual machine);
   // never in 12 runs in this order. Its first samples may come after the
   // thread's first signal: the ring is drained at the next.
-  start_kernel_sampling(t, attr, config.sample_period_ns);
+  const uint64_t kernel_period = unsignalled_period_ns(config);
+  g_unsignalled_weight.store(kernel_period / config.sample_period_ns, std::memory_order_relaxed);
+  start_kernel_sampling(t, attr, kernel_period);
   return true;
 }
 
@@ -741,12 +806,16 @@ bool kernel_sampling() { return g_kernel_sampling.load(std::memory_order_relaxed
 
 bool timer_sampling() { return g_use_timers.load(std::memory_order_relaxed); }
 
+uint64_t unsignalled_period_ns(const Config& config) {
+  uint64_t per_drain = config.sample_period_ns * periods_per_unsignalled_drain();
+  uint64_t weight = std::max<uint64_t>(1, (min_unsignalled_drain_ns + per_drain - 1) / per_drain);
+  return config.sample_period_ns * weight;
+}
+
 uint64_t quiet_drain_interval_ns(const Config& config) {
-  uint64_t ring_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) * ring_data_pages(true);
-  uint64_t samples_that_fit = std::max<uint64_t>(2, ring_bytes / longest_sample_record);
-  // Both such rings fill at the configured period: a quiet run's never
-  // changes, and the kernel-time sampler keeps it (start_kernel_sampling).
-  return config.sample_period_ns * std::max<uint64_t>(1, samples_that_fit / unsignalled_drains_per_ring);
+  // Such rings fill at unsignalled_period_ns: a quiet run's samplers never
+  // change their period, and the kernel-time sampler keeps its own.
+  return unsignalled_period_ns(config) * periods_per_unsignalled_drain();
 }
 
 void unmap_retired_rings(uint64_t budget_ns) {

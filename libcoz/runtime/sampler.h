@@ -56,8 +56,15 @@ bool kernel_sampling();
 bool timer_sampling();
 
 /// How often rings without signals must be drained: an eighth of the time
-/// one fills at the configured period, with the longest records.
+/// one fills at unsignalled_period_ns, with the longest records; never
+/// less than 1 ms.
 uint64_t quiet_drain_interval_ns(const Config& config);
+
+/// The period of samplers no signal drains (the kernel-time samplers, and
+/// every sampler of a quiet run): the configured one, or at the shortest
+/// periods the multiple of it whose rings need draining only every 1 ms.
+/// Each of their samples counts for that many periods.
+uint64_t unsignalled_period_ns(const Config& config);
 
 /// Unmaps the ring buffers of threads that have exited, until `budget_ns`
 /// has passed (one at least; the rest wait for the next call). The profiler

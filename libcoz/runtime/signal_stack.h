@@ -28,6 +28,13 @@ namespace coz {
 /// the pages a handler touches are ever resident.
 constexpr size_t runtime_signal_stack_bytes = 64 * 1024;
 
+/// Whether `sp` is on thread `t`'s own signal stack: a sample there is of
+/// the sample handler. Async-signal-safe.
+inline bool on_signal_stack(const ThreadState& t, uint64_t sp) {
+  const auto low = reinterpret_cast<uint64_t>(t.signal_stack);
+  return low != 0 && sp >= low && sp < low + runtime_signal_stack_bytes;
+}
+
 /// At registration, on the thread itself: allocates its stack, installed
 /// unless the thread has an alternate stack already (the program's).
 void install_signal_stack(ThreadState& t);
