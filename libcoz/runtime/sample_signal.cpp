@@ -77,9 +77,9 @@ int program_sample_sigaction(const struct sigaction* action, struct sigaction* o
 
 void deliver_to_program(int sig, siginfo_t* info, void* context) {
   struct sigaction action = program_action();
-  bool with_info = action.sa_flags & SA_SIGINFO;
-  if (!with_info && action.sa_handler == SIG_IGN) return;
-  if (!with_info && action.sa_handler == SIG_DFL) {
+  // SIG_IGN and SIG_DFL mean the same with SA_SIGINFO (one union member).
+  if (action.sa_handler == SIG_IGN) return;
+  if (action.sa_handler == SIG_DFL) {
     // SIGSTKFLT's default action ends the process.
     finish_then_default_action(sig);
     return;
@@ -95,7 +95,7 @@ void deliver_to_program(int sig, siginfo_t* info, void* context) {
   sigorset(&mask, &mask, &action.sa_mask);
   if (!(action.sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
   set_mask(mask);
-  if (with_info) {
+  if (action.sa_flags & SA_SIGINFO) {
     action.sa_sigaction(sig, info, context);
   } else {
     action.sa_handler(sig);
