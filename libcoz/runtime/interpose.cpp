@@ -83,15 +83,16 @@ const sigset_t* without_sample_signal(int how, const sigset_t* set, sigset_t& co
 /// sample stays in the ring for the next drain) and the wait goes on, for
 /// what is left of the timeout.
 int wait_for_program_signal(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
-  const uint64_t deadline = timeout ? coz::sys::monotonic_ns() + static_cast<uint64_t>(timeout->tv_sec) * 1'000'000'000u +
-                                          static_cast<uint64_t>(timeout->tv_nsec)
-                                    : 0;
+  auto ns = [](const struct timespec& ts) {
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+  };
+  const uint64_t deadline = timeout ? coz::sys::monotonic_ns() + ns(*timeout) : 0;
   for (;;) {
     struct timespec left = {};
     if (timeout) {
       uint64_t now = coz::sys::monotonic_ns();
-      uint64_t ns = deadline > now ? deadline - now : 0;
-      left = {static_cast<time_t>(ns / 1'000'000'000u), static_cast<long>(ns % 1'000'000'000u)};
+      uint64_t rest = deadline > now ? deadline - now : 0;
+      left = {static_cast<time_t>(rest / 1'000'000'000u), static_cast<long>(rest % 1'000'000'000u)};
     }
     int sig = functions().sigtimedwait(set, info, timeout ? &left : nullptr);
     if (sig != coz::sample_signal || !coz::is_runtime_signal(info)) return sig;

@@ -336,7 +336,7 @@ void stop() {
   // What this thread does from here on is the runtime's (the program's
   // exit handlers have run): sampled, it made the shutdown up to 1 s
   // longer at --period 10us.
-  if (ThreadState* t = current_thread()) stop_sampling(*t);
+  if (ThreadState* t = current_thread()) suspend_sampling(*t);
   if (g_profiler) g_profiler->shutdown();
   summarize_run(*rt);
 }

@@ -150,7 +150,8 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   // (unsignalled_period_ns): each counts that many times, and credits the
   // delays of `weight` x `rate` user samples.
   if (in_breakpoint_trap(rt, regs)) return;
-  const uint64_t weight = in_kernel ? g_unsignalled_weight.load(std::memory_order_relaxed) : counted_in_profile(rt, t) ? 1 : 0;
+  const uint64_t weight =
+      in_kernel ? g_unsignalled_weight.load(std::memory_order_relaxed) : counted_in_profile(rt, t) ? 1 : 0;
   StackFrame frames[StackTable::max_frames];
   std::optional<size_t> walked = stack_frames(rt, t, regs, stack, frames, weight);
   if (!walked) return;
@@ -763,6 +764,16 @@ void stop_sampling(ThreadState& t) {
   t.perf_fd = -1;
   if (t.kernel_fd >= 0) close(t.kernel_fd);
   t.kernel_fd = -1;
+}
+
+void suspend_sampling(ThreadState& t) {
+  if (t.timer_mode) {
+    itimerspec off{};
+    timer_settime(t.timer, 0, &off, nullptr);
+    return;
+  }
+  if (t.perf_fd >= 0) ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+  if (t.kernel_fd >= 0) ioctl(t.kernel_fd, PERF_EVENT_IOC_DISABLE, 0);
 }
 
 void hurry_next_sample(ThreadState& t) {

@@ -22,6 +22,10 @@ void prepare_sampling();
 bool start_sampling(ThreadState& thread, const Config& config);
 void stop_sampling(ThreadState& thread);
 
+/// Takes no more samples of the calling thread, which stays registered: its
+/// descriptors and rings stay in place for the profiler thread.
+void suspend_sampling(ThreadState& thread);
+
 /// Makes the thread's next sample come after ~20 us of its CPU time instead
 /// of up to a full period, so that a running thread that owes delays pays
 /// them now (the end of an experiment waits for that). A thread that is not
