@@ -27,14 +27,7 @@ bool is_exit_signal(int sig) {
 
 void on_exit_signal(int sig, siginfo_t*, void*) {
   int saved_errno = errno;
-  if (g_finish_profile) g_finish_profile();
-  // The default action, and the signal once more: it stays pending (blocked
-  // while this handler runs) and ends the process when the handler returns.
-  struct sigaction dfl = {};
-  dfl.sa_handler = SIG_DFL;
-  real::functions().sigaction(sig, &dfl, nullptr);
-  g_standing_in[sig].store(false, std::memory_order_relaxed);
-  sys::raw_syscall6(SYS_tgkill, sys::getpid(), sys::gettid(), sig);
+  finish_then_default_action(sig);
   errno = saved_errno;
 }
 
@@ -50,6 +43,17 @@ bool stand_in(int sig) {
 }
 
 }  // namespace
+
+void finish_then_default_action(int sig) {
+  if (g_finish_profile) g_finish_profile();
+  // The default action, and the signal once more: it stays pending (blocked
+  // while the handler runs) and ends the process when the handler returns.
+  struct sigaction dfl = {};
+  dfl.sa_handler = SIG_DFL;
+  real::functions().sigaction(sig, &dfl, nullptr);
+  g_standing_in[sig].store(false, std::memory_order_relaxed);
+  sys::raw_syscall6(SYS_tgkill, sys::getpid(), sys::gettid(), sig);
+}
 
 void install_exit_signal_handlers(void (*finish_profile)()) {
   g_finish_profile = finish_profile;

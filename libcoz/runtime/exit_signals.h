@@ -17,6 +17,13 @@ namespace coz {
 /// is called from the handler (it must be async-signal-safe and bounded).
 void install_exit_signal_handlers(void (*finish_profile)());
 
+/// From a handler that has `sig` blocked, for a signal whose disposition is
+/// its default action and that action ends the process: finishes the
+/// profile, restores SIG_DFL and raises `sig` again, so that the process
+/// ends by it once the handler returns (also serves the sample signal,
+/// sample_signal.h).
+void finish_then_default_action(int sig);
+
 /// The interposed sigaction/signal: true if `sig` is one the runtime stands
 /// in for, after doing what the program asked (`result` is sigaction's).
 bool exit_signal_sigaction(int sig, const struct sigaction* action, struct sigaction* old, int& result);

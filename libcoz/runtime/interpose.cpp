@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <threads.h>
 #include <time.h>
@@ -25,6 +26,7 @@
 #include "real.h"
 #include "runtime.h"
 #include "sampler.h"
+#include "signal_stack.h"
 #include "thread_registry.h"
 #include "channels.h"
 #include "exit_signals.h"
@@ -78,10 +80,28 @@ const sigset_t* without_sample_signal(int how, const sigset_t* set, sigset_t& co
   return &copy;
 }
 
-/// The program's disposition for the sample signal, kept aside: the signal
-/// is the runtime's, and a program that resets every signal must not turn
-/// sampling into a fatal signal.
-struct sigaction g_program_sample_action = {};
+/// sigtimedwait (sigwaitinfo, sigwait: `timeout` null) that never returns
+/// the runtime's sample signal: a thread that blocks it with the raw
+/// rt_sigprocmask (the wrappers below keep it deliverable) would take the
+/// runtime's samples for signals of its own. One that comes is dropped (its
+/// sample stays in the ring for the next drain) and the wait goes on, for
+/// what is left of the timeout.
+int wait_for_program_signal(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
+  auto ns = [](const struct timespec& ts) {
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+  };
+  const uint64_t deadline = timeout ? coz::sys::monotonic_ns() + ns(*timeout) : 0;
+  for (;;) {
+    struct timespec left = {};
+    if (timeout) {
+      uint64_t now = coz::sys::monotonic_ns();
+      uint64_t rest = deadline > now ? deadline - now : 0;
+      left = {static_cast<time_t>(rest / 1'000'000'000u), static_cast<long>(rest % 1'000'000'000u)};
+    }
+    int sig = functions().sigtimedwait(set, info, timeout ? &left : nullptr);
+    if (sig != coz::sample_signal || !coz::is_runtime_signal(info)) return sig;
+  }
+}
 
 /// seccomp strict mode, entered through prctl or seccomp(2): only read,
 /// write, _exit and sigreturn remain (seal_current_thread).
@@ -318,7 +338,7 @@ int sem_post(sem_t* sem) {
 }
 
 // ---- raw system calls through syscall(): futexes (C++20 atomic waits,
-// hand-rolled locks), futex_waitv, io_uring_enter, tgkill ---------------------
+// hand-rolled locks), futex_waitv, io_uring_enter, signalfd, tgkill ----------
 
 /// FUTEX_WAIT woken by FUTEX_WAKE (skip) or not blocking at all (EAGAIN,
 /// skip); FUTEX_LOCK_PI acquired from an unlocker that caught up; a timeout
@@ -326,6 +346,7 @@ int sem_post(sem_t* sem) {
 /// thread waiting on the same ring; a wait for completions claims it.
 /// close, close_range, dup2 and dup3 pass the runtime's descriptors by, as
 /// their wrappers do.
+/// signalfd: never reports the sample signal (see the signalfd wrapper).
 long syscall(long number, ...) {
   va_list ap;
   va_start(ap, number);
@@ -374,6 +395,12 @@ long syscall(long number, ...) {
       return dup2(static_cast<int>(a1), static_cast<int>(a2));
     case SYS_dup3:
       return dup3(static_cast<int>(a1), static_cast<int>(a2), static_cast<int>(a3));
+    case SYS_signalfd:
+    case SYS_signalfd4: {  // as the signalfd wrapper; the kernel's mask is one word
+      if (!a2 || a3 != sizeof(uint64_t)) return real();
+      uint64_t mask = *reinterpret_cast<const uint64_t*>(a2) & ~(1ull << (coz::sample_signal - 1));
+      return functions().syscall(number, a1, reinterpret_cast<long>(&mask), a3, a4, a5, a6);
+    }
     case SYS_tgkill:
     case SYS_tkill: {
       bool ours = number == SYS_tkill || a1 == coz::sys::getpid();
@@ -425,7 +452,12 @@ unsigned int sleep(unsigned int seconds) {
 /// Claims the credit of a signal a thread of this process sent; else pays.
 int sigwait(const sigset_t* set, int* sig) {
   KernelWait w(coz::WaitKind::Signal);
-  int err = functions().sigwait(set, sig);
+  siginfo_t info;
+  int ret;
+  do ret = wait_for_program_signal(set, &info, nullptr);
+  while (ret < 0 && errno == EINTR);  // sigwait is never interrupted (glibc's loops too)
+  int err = ret > 0 ? 0 : errno;
+  if (ret > 0) *sig = ret;
   int tid = coz::sys::gettid();
   w.done([tid](const coz::WakeRecord& r) { return coz::signal_reaches(r, tid); });
   return err;
@@ -436,7 +468,7 @@ int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   siginfo_t local;
   siginfo_t* out = info ? info : &local;
   Wait w(coz::WaitKind::Signal);
-  int ret = functions().sigwaitinfo(set, out);
+  int ret = wait_for_program_signal(set, out, nullptr);
   w.done(ret > 0 && out->si_pid == coz::sys::getpid());
   return ret;
 }
@@ -446,9 +478,18 @@ int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* ti
   siginfo_t local;
   siginfo_t* out = info ? info : &local;
   Wait w(coz::WaitKind::Signal);
-  int ret = functions().sigtimedwait(set, out, timeout);
+  int ret = wait_for_program_signal(set, out, timeout);
   w.done(ret > 0 && out->si_pid == coz::sys::getpid());
   return ret;
+}
+
+/// Never reports the sample signal: a thread that blocks it with the raw
+/// rt_sigprocmask would read the runtime's samples as its own signals, and
+/// a signalfd cannot tell them apart (the cost: a program cannot read its
+/// own SIGSTKFLT from a signalfd).
+int signalfd(int fd, const sigset_t* mask, int flags) {
+  sigset_t copy;
+  return functions().signalfd(fd, without_sample_signal(SIG_BLOCK, mask, copy), flags);
 }
 
 /// Sending a signal may wake a thread in sigwait or sigsuspend: pay first, leave the credit.
@@ -476,15 +517,14 @@ int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
   return functions().sigprocmask(how, without_sample_signal(how, set, copy), old);
 }
 
-/// The sample signal stays ours; the program sees its own disposition as if it were installed.
-/// The exit signals the runtime stands in for read as SIG_DFL (exit_signals.h).
+/// The sample signal stays the runtime's; the program's disposition for it
+/// is kept and honoured (sample_signal.h). The exit signals the runtime
+/// stands in for read as SIG_DFL (exit_signals.h).
 int sigaction(int sig, const struct sigaction* action, struct sigaction* old) {
   int result;
   if (coz::exit_signal_sigaction(sig, action, old, result)) return result;
-  if (sig != coz::sample_signal || !coz::runtime()) return functions().sigaction(sig, action, old);
-  if (old) *old = g_program_sample_action;
-  if (action) g_program_sample_action = *action;
-  return 0;
+  if (sig == coz::sample_signal && coz::sample_signal_installed()) return coz::program_sample_sigaction(action, old);
+  return functions().sigaction(sig, action, old);
 }
 
 /// As sigaction.
@@ -494,10 +534,16 @@ sighandler_t signal(int sig, sighandler_t handler) {
   action.sa_flags = SA_RESTART;  // signal()'s BSD semantics, as glibc gives them
   int result;
   if (coz::exit_signal_sigaction(sig, &action, &previous, result)) return result == 0 ? previous.sa_handler : SIG_ERR;
-  if (sig != coz::sample_signal || !coz::runtime()) return functions().signal(sig, handler);
-  sighandler_t old = g_program_sample_action.sa_handler;
-  g_program_sample_action.sa_handler = handler;
-  return old;
+  if (sig != coz::sample_signal || !coz::sample_signal_installed()) return functions().signal(sig, handler);
+  coz::program_sample_sigaction(&action, &previous);
+  return previous.sa_handler;
+}
+
+/// The program's alternate stack stays its own; the runtime's is never
+/// reported (signal_stack.h).
+int sigaltstack(const stack_t* ss, stack_t* old) {
+  coz::ThreadState* t = coz::current_thread();
+  return t ? coz::program_sigaltstack(*t, ss, old) : functions().sigaltstack(ss, old);
 }
 
 // ---- C11 threads: glibc builds them on internal pthread aliases, which never ----

@@ -29,6 +29,14 @@ class PerfRing {
   /// Forgets the mapping without unmapping it, for someone else to unmap later.
   Mapping release();
 
+  /// Bytes of records written and not consumed yet.
+  uint64_t unread_bytes() const {
+    if (!meta_) return 0;
+    uint64_t head = std::atomic_ref<__u64>(meta_->data_head).load(std::memory_order_acquire);
+    uint64_t tail = std::atomic_ref<__u64>(meta_->data_tail).load(std::memory_order_relaxed);
+    return head - tail;
+  }
+
   /// Calls f(const perf_event_header&) for each complete record, oldest first.
   /// A record that wraps around the end of the buffer is copied to `scratch`
   /// (records longer than scratch_size are skipped). Async-signal-safe.

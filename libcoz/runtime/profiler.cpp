@@ -69,16 +69,18 @@ Profiler::Profiler(Runtime& rt)
 
 bool Profiler::start() {
   // The thread must not take the program's signals, nor our sample signal.
-  sigset_t all, old;
+  // Set on the new thread alone: blocking them in the calling thread
+  // meanwhile looked like a program that blocks the sample signal
+  // (watch_signal_delivery in sampler.cpp).
+  sigset_t all;
   sigfillset(&all);
-  real::functions().pthread_sigmask(SIG_SETMASK, &all, &old);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setsigmask_np(&attr, &all);
   pthread_t thread;
   int err = real::functions().pthread_create(&thread, &attr, &Profiler::thread_main, this);
   pthread_attr_destroy(&attr);
-  real::functions().pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (err != 0) {
     log::warn("cannot start the profiler thread; no experiments will run");
     return false;
@@ -219,7 +221,7 @@ void Profiler::run() {
 }
 
 uint64_t Profiler::quiet_step(uint64_t step_ns) const {
-  return rt_.quiet_sampling || kernel_sampling() ? std::min(step_ns, quiet_drain_ns_) : step_ns;
+  return unsignalled_rings(rt_) ? std::min(step_ns, quiet_drain_ns_) : step_ns;
 }
 
 SourceLine* Profiler::wait_for_fixed_line() {

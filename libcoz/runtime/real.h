@@ -16,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/select.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -73,12 +74,13 @@ namespace coz::real {
   X(clock_nanosleep, true, nullptr)                            \
   X(usleep, true, nullptr)                                     \
   X(sleep, true, nullptr)                                      \
-  X(sigwait, true, nullptr)                                    \
   X(sigwaitinfo, true, nullptr)                                \
   X(sigtimedwait, true, nullptr)                               \
+  X(signalfd, true, nullptr)                                   \
   X(kill, true, nullptr)                                       \
   X(sigaction, true, nullptr)                                  \
   X(signal, true, nullptr)                                     \
+  X(sigaltstack, true, nullptr)                                \
   X(dlopen, true, nullptr)                                     \
   X(close, true, nullptr)                                      \
   X(closefrom, false, nullptr)                                 \

@@ -15,6 +15,8 @@
 #include <iterator>
 #include <optional>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -23,9 +25,15 @@
 #include "unwinder.h"
 #include "real.h"
 #include "futex_lock.h"
+#include "signal_stack.h"
 #include "no_destroy.h"
 
 namespace coz {
+namespace {
+/// How many configured periods a sample of a sampler no signal drains
+/// stands for (unsignalled_period_ns); set before the first one starts.
+std::atomic<uint64_t> g_unsignalled_weight{1};
+}  // namespace
 
 // ---------------------------------------------------------------------------
 // Signal context. Everything in this namespace runs inside the sample signal
@@ -93,7 +101,7 @@ bool is_runtime_work(const UnwindFrame& frame) {
 /// before any in-scope line.
 std::optional<size_t> stack_frames(Runtime& rt, ThreadState& t, const UnwindRegisters& regs,
                                    const StackMemory& stack, StackFrame (&frames)[StackTable::max_frames],
-                                   bool counted) {
+                                   uint64_t weight) {
   UnwindStop stop;
   size_t depth = unwind(rt.frames.tables(), regs, stack, t.unwind_frames, Config::max_unwind_frames, stop);
   size_t n = 0;
@@ -116,7 +124,7 @@ std::optional<size_t> stack_frames(Runtime& rt, ThreadState& t, const UnwindRegi
     last_line = line;
   }
   if (n == StackTable::max_frames && stop != UnwindStop::Outermost) stop = UnwindStop::Outermost;  // deep enough
-  if (counted) rt.stats.unwind_stops[static_cast<size_t>(stop)].fetch_add(1, std::memory_order_relaxed);
+  if (weight) rt.stats.unwind_stops[static_cast<size_t>(stop)].fetch_add(weight, std::memory_order_relaxed);
   return n;
 }
 
@@ -139,33 +147,33 @@ bool in_breakpoint_trap(const Runtime& rt, const UnwindRegisters& regs) {
 /// `in_kernel`: a sample of the thread's time in the kernel (start_kernel_sampling).
 void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const StackMemory& stack,
                    bool in_kernel = false) {
-  // The kernel-time sampler keeps the configured period (start_kernel_sampling):
-  // each of its samples counts, and credits the delays of `rate` user samples.
+  // A kernel-time sample stands for `weight` configured periods
+  // (unsignalled_period_ns): each counts that many times, and credits the
+  // delays of `weight` x `rate` user samples.
   if (in_breakpoint_trap(rt, regs)) return;
-  bool counted = in_kernel || counted_in_profile(rt, t);
+  const uint64_t weight =
+      in_kernel ? g_unsignalled_weight.load(std::memory_order_relaxed) : counted_in_profile(rt, t) ? 1 : 0;
   StackFrame frames[StackTable::max_frames];
-  std::optional<size_t> walked = stack_frames(rt, t, regs, stack, frames, counted);
+  std::optional<size_t> walked = stack_frames(rt, t, regs, stack, frames, weight);
   if (!walked) return;
   const size_t depth = *walked;
-  if (counted) rt.stats.samples.fetch_add(1, std::memory_order_relaxed);
-  if (counted && in_kernel) rt.stats.kernel_samples.fetch_add(1, std::memory_order_relaxed);
+  rt.stats.samples.fetch_add(weight, std::memory_order_relaxed);
+  if (in_kernel) rt.stats.kernel_samples.fetch_add(weight, std::memory_order_relaxed);
   SourceLine* line = nullptr;
   for (size_t i = 0; i < depth && !line; ++i) line = StackTable::line_of(frames[i]);
   if (!line) {
-    if (counted) rt.stats.unattributed.fetch_add(1, std::memory_order_relaxed);
-    if (counted && in_kernel) rt.stats.unattributed_kernel.fetch_add(1, std::memory_order_relaxed);
+    rt.stats.unattributed.fetch_add(weight, std::memory_order_relaxed);
+    if (in_kernel) rt.stats.unattributed_kernel.fetch_add(weight, std::memory_order_relaxed);
     return;
   }
-  if (counted) {
-    rt.stacks.add(frames, depth);
-    line->samples.fetch_add(1, std::memory_order_relaxed);
-  }
+  for (uint64_t i = 0; i < weight; ++i) rt.stacks.add(frames, depth);
+  line->samples.fetch_add(weight, std::memory_order_relaxed);
 
   SourceLine* selected = rt.experiment.selected.load(std::memory_order_acquire);
   if (selected == line->experiment_unit()) {
     // Every sample credits its delay (the ledger's delay per sample matches the period in force).
-    if (counted) rt.experiment.selected_samples.fetch_add(1, std::memory_order_relaxed);
-    for (uint64_t i = 0, credits = in_kernel ? short_period_rate(rt) : 1; i < credits; ++i) {
+    rt.experiment.selected_samples.fetch_add(weight, std::memory_order_relaxed);
+    for (uint64_t i = 0, credits = in_kernel ? short_period_rate(rt) * weight : 1; i < credits; ++i) {
       if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
     }
   }
@@ -204,6 +212,12 @@ void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h,
   } else if (!take(regs.bp) || !take(regs.sp) || !take(regs.ip)) {
     return;
   }
+  // A sample of the handler itself, on the thread's own signal stack
+  // (signal_stack.h): the runtime's work, which the walk would find too
+  // (is_runtime_work), dropped without it. At the shortest periods the
+  // handler is sampled as often as the program, and these walks made it
+  // longer still.
+  if (on_signal_stack(t, regs.sp)) return;
   const uint8_t* data = nullptr;
   if (take(size) && size > 0 && end - p >= static_cast<ptrdiff_t>(size)) {
     data = p;
@@ -267,6 +281,39 @@ void settle_period(Runtime& rt, ThreadState& t) {
   if (rt.quiet_sampling) stop_signals(t.perf_fd);
 }
 
+/// The period counts the program's CPU time, not the handler's. At
+/// --period 10us the handler took longer than a period (hrtimer interrupts,
+/// 4 KiB stack copies and signal delivery in this virtual machine, walks
+/// under load), so samples of the handler itself kept it running: a 40 ms
+/// program took 20 s and more, and the handler's own samples filled the
+/// ring (thousands lost). Below this period the handler pauses its sampler
+/// while it runs and restarts the countdown as it leaves, so that the next
+/// sample comes a whole period of the program's time later: two ioctls, 3
+/// us each here (that program: 0.1 s, as at 1 ms, instead of up to 0.6 s
+/// with only the restart, and ~0 samples lost instead of thousands). Above
+/// it, the handler is short next to the period.
+constexpr uint64_t pause_below_period_ns = 100'000;
+constexpr uint64_t paused_period_ns = 1'000'000'000;
+
+/// Pauses the sampler of the thread whose handler runs, at short periods;
+/// true if it did.
+bool pause_sampler(Runtime& rt, ThreadState& t) {
+  if (!t.regular_period.load(std::memory_order_acquire)) return false;  // settle_period sets it now
+  if (rt.sample_period_ns.load(std::memory_order_relaxed) >= pause_below_period_ns) return false;
+  return set_period(t.perf_fd, paused_period_ns);
+}
+
+/// As the handler that paused the sampler leaves: a whole period from now.
+void resume_sampler(Runtime& rt, ThreadState& t) {
+  // A hurried period (hurry_next_sample) set meanwhile stays; the next sample settles it.
+  if (!t.regular_period.load(std::memory_order_acquire)) return;
+  uint64_t period = rt.sample_period_ns.load(std::memory_order_relaxed);
+  set_period(t.perf_fd, period);
+  // The profiler thread may have changed every thread's period meanwhile (set_sample_period).
+  uint64_t now_in_force = rt.sample_period_ns.load(std::memory_order_relaxed);
+  if (now_in_force != period) set_period(t.perf_fd, now_in_force);
+}
+
 /// Timer fallback: the registers from the interrupted context, and the
 /// thread's live stack (within its bounds: never a wild read).
 void handle_timer_sample(Runtime& rt, ThreadState& t, void* context) {
@@ -278,7 +325,11 @@ void handle_timer_sample(Runtime& rt, ThreadState& t, void* context) {
   record_sample(rt, t, regs, StackMemory::live(t.stack_low, t.stack_high));
 }
 
-void on_sample_signal(int, siginfo_t*, void* context) {
+void on_sample_signal(int sig, siginfo_t* info, void* context) {
+  if (!is_runtime_signal(info)) {
+    deliver_to_program(sig, info, context);  // kill, raise, sigqueue... from the program
+    return;
+  }
   int saved_errno = errno;
   Runtime* rt = runtime();
   ThreadState* t = current_thread();
@@ -286,9 +337,14 @@ void on_sample_signal(int, siginfo_t*, void* context) {
     handle_timer_sample(*rt, *t, context);
     rt->ledger.pay_from_signal(t->ledger);
   } else if (rt && t) {
+    t->in_sample_handler.store(true, std::memory_order_relaxed);  // for watch_signal_delivery
+    t->signals_taken.fetch_add(1, std::memory_order_release);
+    const bool paused = pause_sampler(*rt, *t);
     settle_period(*rt, *t);  // first: a hurried period would go on sampling the drain
     drain_ring(*rt, *t);
     rt->ledger.pay_from_signal(t->ledger);
+    if (paused) resume_sampler(*rt, *t);
+    t->in_sample_handler.store(false, std::memory_order_release);
   }
   errno = saved_errno;
 }
@@ -338,6 +394,7 @@ bool start_timer_sampling(ThreadState& t, const Config& config) {
   std::memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
   sev.sigev_signo = sample_signal;
+  sev.sigev_value.sival_ptr = timer_signal_tag();  // tells its signals from the program's (is_runtime_signal)
   sev._sigev_un._tid = t.tid;
   if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t.timer) != 0) {
     log::warn_once(g_timer_failed_warned, "cannot create a CPU-time timer ({}): no samples will be taken",
@@ -364,6 +421,14 @@ constexpr uint64_t longest_sample_record = sizeof(perf_event_header) + 7 * sizeo
 /// a retired ring taking 1-6 ms. At 2, kernel-time rings lost 3-22 samples
 /// in 1 run of scale in 8.
 constexpr uint64_t unsignalled_drains_per_ring = 8;
+
+/// The profiler thread drains the rings no signal drains at most this
+/// often. It runs at real-time priority: at --period 10us it woke every 30
+/// us for them and took the CPU from the program (a 40 ms program took 3 to
+/// 66 s, and the threads' own drains, skipped while it held their rings,
+/// lost millions of samples). Their samplers run at a multiple of the
+/// period instead (unsignalled_period_ns).
+constexpr uint64_t min_unsignalled_drain_ns = 1'000'000;
 
 /// Data pages (a power of two) for a ring that holds `records` of the
 /// longest kind.
@@ -397,6 +462,14 @@ unsigned ring_data_pages(bool unsignalled) {
   return ring_pages_for(unsignalled ? 31 : 15);
 }
 
+/// Sample periods a ring no signal drains holds, per drain of the profiler
+/// thread (unsignalled_drains_per_ring drains per fill).
+uint64_t periods_per_unsignalled_drain() {
+  uint64_t ring_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) * ring_data_pages(true);
+  uint64_t samples_that_fit = std::max<uint64_t>(2, ring_bytes / longest_sample_record);
+  return std::max<uint64_t>(1, samples_that_fit / unsignalled_drains_per_ring);
+}
+
 std::atomic<bool> g_ring_shrunk_warned{false};
 
 /// Maps `ring` with `pages` data pages, or with fewer, down to room for one
@@ -419,6 +492,101 @@ bool map_ring(PerfRing& ring, int fd, unsigned pages) {
   return false;
 }
 
+/// Whether thread `tid` blocks the sample signal now (its SigBlk in /proc).
+bool sample_signal_blocked(int tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char text[4096];
+  ssize_t n = sys::read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return false;
+  text[n] = '\0';
+  const char* field = std::strstr(text, "\nSigBlk:");
+  if (!field) return false;
+  uint64_t mask = std::strtoull(field + std::strlen("\nSigBlk:"), nullptr, 16);
+  return mask & (1ull << (sample_signal - 1));
+}
+
+/// The CPU time of thread `tid` of this process, in ns (its CPU-time
+/// clock, as the kernel names it: CPUCLOCK_SCHED, per thread, ~tid << 3).
+uint64_t thread_cpu_ns(int tid) {
+  const auto clock = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6);
+  timespec ts{};
+  if (clock_gettime(clock, &ts) != 0) return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::atomic<int> g_signal_blocked_threads{0};
+std::atomic<bool> g_signal_blocked_warned{false};
+
+/// Bytes left in a signalled ring that say its signals may not be handled:
+/// the handler drains the ring at every sample, so more than one record
+/// waits there only when the signal cannot be delivered, or while the
+/// handler runs (at the shortest periods, it is sampled itself).
+constexpr uint64_t undelivered_bytes = 3 * Config::stack_sample_bytes;
+
+/// The wrappers keep the sample signal deliverable whatever mask the program
+/// sets through libc, but a thread can still block it with the raw
+/// rt_sigprocmask, or run a long handler of its own whose sa_mask holds it.
+/// Its samples then wait in a ring no handler drains (and are lost once it
+/// is full), and its signals stay pending for the thread to read with a
+/// signalfd or sigwait (issue #14: 300 SIGSTKFLT read by a program, a profile
+/// without samples, no word). The ring that fills says so; /proc confirms
+/// it; the sampler then raises no more signals for the thread, and the
+/// profiler thread drains its rings until the thread unblocks the signal
+/// (checked each time). Meanwhile its samples still count and credit
+/// delays, but it pays what it owes only at its waits. Brief blocks are
+/// left alone: the sample handler blocks the signal while it runs (at
+/// --period 10us its ring filled meanwhile), and so does glibc around
+/// pthread_create or fork; the thread is switched once it has run
+/// blocked_cpu_for_switch_ns of CPU time with the signal blocked and no
+/// handler run. CPU time, not wall time: a thread preempted as its handler
+/// began (the signal blocked, the flag not yet set) looked blocked for 10
+/// ms on a loaded machine.
+void watch_signal_delivery(Runtime& rt, ThreadState& t) {
+  constexpr uint64_t blocked_cpu_for_switch_ns = 5'000'000;
+  bool was_blocked = t.signal_blocked.load(std::memory_order_relaxed);
+  bool blocked = was_blocked;
+  if (was_blocked) {
+    blocked = sample_signal_blocked(t.tid);
+  } else if (t.ring.unread_bytes() >= undelivered_bytes && !t.in_sample_handler.load(std::memory_order_acquire)) {
+    uint32_t taken = t.signals_taken.load(std::memory_order_acquire);
+    uint64_t cpu = thread_cpu_ns(t.tid);
+    bool still = t.blocked_seen_cpu_ns != 0 && t.blocked_seen_taken == taken;
+    if (!sample_signal_blocked(t.tid) || t.in_sample_handler.load(std::memory_order_acquire)) {
+      t.blocked_seen_cpu_ns = 0;
+    } else if (!still) {
+      t.blocked_seen_cpu_ns = cpu;
+      t.blocked_seen_taken = taken;
+    } else {
+      blocked = cpu - t.blocked_seen_cpu_ns >= blocked_cpu_for_switch_ns;
+    }
+  } else {
+    t.blocked_seen_cpu_ns = 0;
+  }
+  if (blocked == was_blocked) return;
+  t.blocked_seen_cpu_ns = 0;
+  if (blocked) {
+    signal_safe::stop_signals(t.perf_fd);
+    // Its first sample may not have set the regular period yet (settle_period).
+    if (signal_safe::set_period(t.perf_fd, rt.sample_period_ns.load(std::memory_order_relaxed))) {
+      t.regular_period.store(true, std::memory_order_release);
+    }
+    g_signal_blocked_threads.fetch_add(1, std::memory_order_relaxed);
+    log::warn_once(g_signal_blocked_warned,
+                   "thread {} blocks the sample signal (SIGSTKFLT) where the runtime cannot unblock it (a raw "
+                   "rt_sigprocmask, or a long handler that masks it): its samples are collected without signals "
+                   "while it does, and it pays the experiments' delays only at its waits",
+                   t.tid);
+  } else {
+    sys::raw_syscall6(SYS_fcntl, t.perf_fd, F_SETFL, O_ASYNC, 0, 0, 0);
+    g_signal_blocked_threads.fetch_sub(1, std::memory_order_relaxed);
+  }
+  t.signal_blocked.store(blocked, std::memory_order_relaxed);
+}
+
 long perf_event_open(perf_event_attr* attr) {
   long fd = sys::raw_syscall6(SYS_perf_event_open, reinterpret_cast<long>(attr), 0 /* this thread */,
                               -1 /* any cpu */, -1 /* no group */, PERF_FLAG_FD_CLOEXEC);
@@ -427,14 +595,7 @@ long perf_event_open(perf_event_attr* attr) {
 }  // namespace
 
 bool install_sample_handler() {
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = &signal_safe::on_sample_signal;
-  // SA_RESTART: a sample that lands while the thread enters a system call
-  // must not make that call fail with EINTR.
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigfillset(&sa.sa_mask);  // nothing interrupts the handler (it touches per-thread state)
-  return real::functions().sigaction(sample_signal, &sa, nullptr) == 0;  // not our wrapper, which keeps it from the program
+  return install_sample_signal(&signal_safe::on_sample_signal);
 }
 
 /// A second sampler for the thread's time in the kernel, where the system
@@ -444,7 +605,8 @@ bool install_sample_handler() {
 /// the user line that made the call. It never signals: a signal raised
 /// inside a system call would cut short a wait that cannot restart
 /// (epoll_wait, poll, a partial pipe write), so the profiler thread and the
-/// thread's own sample handler drain it. It keeps the configured period
+/// thread's own sample handler drain it. It keeps its period (the
+/// configured one, or a multiple at the shortest: unsignalled_period_ns)
 /// during experiments: nothing needs its samples sooner, and at the user
 /// samplers' faster period it cost the experiments more than the baselines
 /// (two_threads' no-effect line at 50%: -2.5% against -0.7% without it,
@@ -540,7 +702,9 @@ bool start_sampling(ThreadState& t, const Config& config) {
   // ioctl spun in event_function_call; kernel 6.18 in this virtual machine);
   // never in 12 runs in this order. Its first samples may come after the
   // thread's first signal: the ring is drained at the next.
-  start_kernel_sampling(t, attr, config.sample_period_ns);
+  const uint64_t kernel_period = unsignalled_period_ns(config);
+  g_unsignalled_weight.store(kernel_period / config.sample_period_ns, std::memory_order_relaxed);
+  start_kernel_sampling(t, attr, kernel_period);
   return true;
 }
 
@@ -551,6 +715,9 @@ void stop_sampling(ThreadState& t) {
     return;
   }
   if (t.perf_fd < 0) return;
+  if (t.signal_blocked.exchange(false, std::memory_order_relaxed)) {
+    g_signal_blocked_threads.fetch_sub(1, std::memory_order_relaxed);
+  }
   ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
   // Its last samples, since the last drain. The thread has left the thread
   // list, so the profiler thread cannot be draining it.
@@ -564,6 +731,19 @@ void stop_sampling(ThreadState& t) {
   }
   descriptors::close_own(t.perf_fd);  // an event lives on until its mapping is unmapped
   t.perf_fd = -1;
+}
+
+void suspend_sampling(ThreadState& t) {
+  if (t.timer_mode) {
+    itimerspec off{};
+    timer_settime(t.timer, 0, &off, nullptr);
+    return;
+  }
+  if (t.perf_fd >= 0) ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+  // The kernel-time sampler's descriptor was closed once it was mapped
+  // (descriptors.h), so it cannot be disabled: it runs on, but it never
+  // signals, and samples only the shutdown's system calls, at a multiple of
+  // the period.
 }
 
 void hurry_next_sample(ThreadState& t) {
@@ -588,23 +768,35 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period) {
 }
 
 void drain_unsignalled_rings(Runtime& rt) {
-  if (!rt.quiet_sampling && !kernel_sampling()) return;
-  auto which = rt.quiet_sampling ? signal_safe::Rings::All : signal_safe::Rings::KernelOnly;
   for_each_thread([&](ThreadState& t) {
-    if (!t.timer_mode && t.perf_fd >= 0) signal_safe::drain_ring(rt, t, which);
+    if (t.timer_mode || t.perf_fd < 0) return;
+    if (!rt.quiet_sampling) watch_signal_delivery(rt, t);
+    if (rt.quiet_sampling || t.signal_blocked.load(std::memory_order_relaxed)) {
+      signal_safe::drain_ring(rt, t, signal_safe::Rings::All);
+    } else if (kernel_sampling()) {
+      signal_safe::drain_ring(rt, t, signal_safe::Rings::KernelOnly);
+    }
   });
+}
+
+bool unsignalled_rings(const Runtime& rt) {
+  return rt.quiet_sampling || kernel_sampling() || g_signal_blocked_threads.load(std::memory_order_relaxed) > 0;
 }
 
 bool kernel_sampling() { return g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::On; }
 
 bool timer_sampling() { return g_use_timers.load(std::memory_order_relaxed); }
 
+uint64_t unsignalled_period_ns(const Config& config) {
+  uint64_t per_drain = config.sample_period_ns * periods_per_unsignalled_drain();
+  uint64_t weight = std::max<uint64_t>(1, (min_unsignalled_drain_ns + per_drain - 1) / per_drain);
+  return config.sample_period_ns * weight;
+}
+
 uint64_t quiet_drain_interval_ns(const Config& config) {
-  uint64_t ring_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) * ring_data_pages(true);
-  uint64_t samples_that_fit = std::max<uint64_t>(2, ring_bytes / longest_sample_record);
-  // Both such rings fill at the configured period: a quiet run's never
-  // changes, and the kernel-time sampler keeps it (start_kernel_sampling).
-  return config.sample_period_ns * std::max<uint64_t>(1, samples_that_fit / unsignalled_drains_per_ring);
+  // Such rings fill at unsignalled_period_ns: a quiet run's samplers never
+  // change their period, and the kernel-time sampler keeps its own.
+  return unsignalled_period_ns(config) * periods_per_unsignalled_drain();
 }
 
 void unmap_retired_rings(uint64_t budget_ns) {
@@ -631,6 +823,8 @@ void forget_retired_rings() {
 
 void forget_inherited_sampler(ThreadState& t) {
   t.timer_mode = false;  // POSIX timers are not inherited by a forked child
+  t.signal_blocked.store(false, std::memory_order_relaxed);  // the new sampler signals until seen otherwise
+  g_signal_blocked_threads.store(0, std::memory_order_relaxed);
   t.kernel_ring.unmap();  // its descriptor was closed when it started
   if (t.perf_fd < 0) return;
   t.ring.unmap();

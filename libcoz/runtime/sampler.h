@@ -5,18 +5,11 @@
 // signalled once, and the profiler thread drains their rings.
 #pragma once
 
-#include <csignal>
-
 #include "runtime.h"
+#include "sample_signal.h"
 #include "thread_registry.h"
 
 namespace coz {
-
-/// The signal perf_event raises in the sampled thread. A standard signal
-/// (pending signals coalesce, so a flood can never overflow the real-time
-/// queue and turn into SIGIO), and one that programs do not use: SIGPROF is
-/// left to the program's own profiling timers.
-constexpr int sample_signal = SIGSTKFLT;
 
 /// Installs the sample signal handler (once per process).
 bool install_sample_handler();
@@ -25,6 +18,10 @@ bool install_sample_handler();
 /// warning the first time) when perf_event_open is refused.
 bool start_sampling(ThreadState& thread, const Config& config);
 void stop_sampling(ThreadState& thread);
+
+/// Takes no more samples of the calling thread, which stays registered: its
+/// descriptors and rings stay in place for the profiler thread.
+void suspend_sampling(ThreadState& thread);
 
 /// Makes the thread's next sample come after ~20 us of its CPU time instead
 /// of up to a full period, so that a running thread that owes delays pays
@@ -40,10 +37,17 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period);
 
 /// Consumes the rings that no signal drains, and counts their samples:
 /// every ring in a quiet run (Runtime::quiet_sampling: threads take no
-/// signal per sample), else the kernel-time rings. The profiler thread calls
-/// this often enough that no ring fills (quiet_drain_interval_ns). No-op
-/// when there are none.
+/// signal per sample), else the kernel-time rings and the rings of threads
+/// that block the sample signal, which it also finds (a thread can block it
+/// where the interposed calls cannot keep it deliverable: the raw
+/// rt_sigprocmask, or a long handler of its own whose sa_mask holds it).
+/// The profiler thread calls this often enough that no ring fills
+/// (quiet_drain_interval_ns).
 void drain_unsignalled_rings(Runtime& rt);
+
+/// Whether some ring is drained by no signal (drain_unsignalled_rings has
+/// work): the profiler thread must wake every quiet_drain_interval_ns.
+bool unsignalled_rings(const Runtime& rt);
 
 /// Whether threads sample their time in the kernel too (allowed by the
 /// system; known once the first thread has started sampling).
@@ -53,8 +57,15 @@ bool kernel_sampling();
 bool timer_sampling();
 
 /// How often rings without signals must be drained: an eighth of the time
-/// one fills at the configured period, with the longest records.
+/// one fills at unsignalled_period_ns, with the longest records; never
+/// less than 1 ms.
 uint64_t quiet_drain_interval_ns(const Config& config);
+
+/// The period of samplers no signal drains (the kernel-time samplers, and
+/// every sampler of a quiet run): the configured one, or at the shortest
+/// periods the multiple of it whose rings need draining only every 1 ms.
+/// Each of their samples counts for that many periods.
+uint64_t unsignalled_period_ns(const Config& config);
 
 /// Unmaps the ring buffers of threads that have exited, until `budget_ns`
 /// has passed (one at least; the rest wait for the next call). The profiler

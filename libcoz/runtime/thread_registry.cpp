@@ -18,6 +18,7 @@
 #include "reentrancy.h"
 #include "sampler.h"
 #include "unwinder.h"
+#include "signal_stack.h"
 
 namespace coz {
 namespace {
@@ -71,6 +72,7 @@ ThreadState* current_thread() { return tls_thread; }
   rt->ledger.start_thread(t->ledger, creator_local);
   pthread_once(&g_exit_key_once, &make_exit_key);
   pthread_setspecific(g_exit_key, t);  // non-null value: the destructor runs at thread exit
+  install_signal_stack(*t);  // before its first sample
   unblock_sample_signal();
   tls_thread = t;
   g_live_threads.fetch_add(1, std::memory_order_relaxed);
@@ -122,6 +124,7 @@ void reset_live_threads_after_fork() {
   stop_sampling(*t);
   tls_thread = nullptr;
   std::atomic_signal_fence(std::memory_order_seq_cst);
+  remove_signal_stack(*t);  // a signal from now on runs its handler on the thread's stack
   delete t;
   g_live_threads.fetch_sub(1, std::memory_order_acq_rel);
 }

@@ -51,11 +51,26 @@ struct ThreadState {
   // The rings' one consumer at a time: the thread's sample handler, or the
   // profiler thread (drain_unsignalled_rings). Guards scratch and unwind_frames too.
   std::atomic<bool> draining{false};
+  // The thread blocks the sample signal where the runtime cannot unblock it
+  // (sampler.cpp, watch_signal_delivery): its sampler raises no signal, and
+  // the profiler thread drains both its rings.
+  std::atomic<bool> signal_blocked{false};
+  // The thread's sample handler is running (it blocks the signal meanwhile),
+  // and how many times it ran; the thread's CPU time when the profiler
+  // thread first saw the signal blocked (0: not seen), and that count then:
+  // for watch_signal_delivery.
+  std::atomic<bool> in_sample_handler{false};
+  std::atomic<uint32_t> signals_taken{0};
+  uint64_t blocked_seen_cpu_ns = 0;
+  uint32_t blocked_seen_taken = 0;
   // A sample record that wraps the ring end is copied here (sampler.cpp).
   alignas(8) unsigned char scratch[Config::stack_sample_bytes + 128];
   // The frames of the sample being walked: kept here, not on the stack the
-  // signal handler shares with the program.
+  // signal handler runs on.
   UnwindFrame unwind_frames[Config::max_unwind_frames];
+  // The thread's alternate signal stack, where the sample handler runs
+  // (signal_stack.h); null if it could not be allocated.
+  void* signal_stack = nullptr;
 };
 
 /// This thread's state, or nullptr if it is not profiled. Async-signal-safe.
