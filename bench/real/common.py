@@ -124,8 +124,8 @@ def arguments(doc, **iterations):
     ap.add_argument("--work", type=Path, default=REPO / "build-bench" / "real")
     for name, default in iterations.items():
         ap.add_argument(f"--{name}-iters", type=int, default=default)
-    ap.add_argument("--rounds", type=int, default=7, help="interleaved truth rounds per variant")
-    ap.add_argument("--truth-seconds", type=float, default=4)
+    ap.add_argument("--rounds", type=int, default=15, help="interleaved truth rounds per variant")
+    ap.add_argument("--truth-seconds", type=float, default=2)
     ap.add_argument("--profile-seconds", type=float, default=45)
     ap.add_argument("--runs", type=int, default=2, help="default-mode profiles")
     return ap.parse_args()
@@ -160,20 +160,25 @@ def speedup(rate_before, rate_after):
 
 
 def print_truths(rates, changes, resamples=2000):
-    """The truth of each change {name: (before, after)} with a 95% bootstrap
-    interval (rounds resampled with replacement, medians compared): how far
-    this machine's noise lets the truth be trusted. Returns {name: speedup}."""
+    """The truth of each change {name: (before, after)}: the median over
+    rounds of the speedup within each round (the variants of one round run
+    back to back, so this VM's drift, which moved one variant's rate by
+    ±30% over minutes, cancels), with a 95% bootstrap interval over rounds:
+    how far this machine's noise lets the truth be trusted. Returns
+    {name: speedup}."""
     import random
     rng = random.Random(13)
     rows, truths = [], {}
     for name, (before, after) in changes.items():
-        truths[name] = speedup(median(rates[before]), median(rates[after]))
-        boot = sorted(speedup(median(rng.choices(rates[before], k=len(rates[before]))),
-                              median(rng.choices(rates[after], k=len(rates[after])))) for _ in range(resamples))
+        paired = [speedup(b, a) for b, a in zip(rates[before], rates[after])]
+        truths[name] = median(paired)
+        boot = sorted(median(rng.choices(paired, k=len(paired))) for _ in range(resamples))
         low, high = boot[int(0.025 * resamples)], boot[int(0.975 * resamples) - 1]
-        rows.append([name, f"{before} -> {after}", f"{truths[name]:+.1%}", f"{low:+.1%} .. {high:+.1%}"])
-    print("\nThe truth (program speedup of each change, from the medians) and its 95% bootstrap interval:\n")
-    table(["truth", "variants", "actual", "95% interval"], rows)
+        rows.append([name, f"{before} -> {after}", f"{truths[name]:+.1%}", f"{low:+.1%} .. {high:+.1%}",
+                     f"{speedup(median(rates[before]), median(rates[after])):+.1%}"])
+    print("\nThe truth (program speedup of each change: median over rounds of the speedup within each round) "
+          "and its 95% bootstrap interval:\n")
+    table(["truth", "variants", "actual", "95% interval", "from the medians"], rows)
     return truths
 
 
@@ -210,14 +215,15 @@ def prediction_row(profile, what, rank, effect, at, truth, passes):
             "-" if error is None else f"{error:+.1f}", "pass" if passes(error) else "miss"]
 
 
-def rank_among(effects, point, line):
+def rank_among(effects, point, line, lines=()):
     """(rank, effect) of LINE among the point's effects, or (None, None).
     The rank is that of the line or of its function's unit (--granularity
     auto or function), whichever comes first; the effect is the line's own
-    when it has one, else its function's."""
+    when it has one, else its function's (found in LINES, the report's
+    lines table, when the line has no effect of its own)."""
     mine = [e for e in effects if e["point"] == point]
     own = next((e for e in mine if e["line"].endswith(line) and not e.get("function_unit")), None)
-    function = own["function"] if own else None
+    function = own["function"] if own else next((l["function"] for l in lines if l["location"].endswith(line)), None)
     for i, e in enumerate(mine, 1):
         if e is own or (function and e.get("function_unit") and e["function"] == function):
             return i, own or e
@@ -265,7 +271,7 @@ def granularity_comparison(runs, point, line):
         mine = [e for e in a["effects"] if e["point"] == point]
         units = sum(1 for e in mine if e.get("function_unit"))
         settled = [e for e in mine if e["label"] in ("positive", "negative", "no-effect")]
-        rank, effect = rank_among(a["effects"], point, line)
+        rank, effect = rank_among(a["effects"], point, line, a["profile"]["lines"])
         rows.append([name, a["experiments"], f"{len(mine) - units} lines, {units} functions",
                      f"{len(settled)} ({sum(e['experiments'] for e in settled)} exps)",
                      f"#{rank} {effect['label']} ({effect['experiments']} exps)" if effect else "-"])
