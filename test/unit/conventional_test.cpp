@@ -63,7 +63,10 @@ TEST(StackTable, ConcurrentTakersTakeEachSampleOnce) {
 TEST(StackTable, DeepStacksFillTheWholeTable) {
   auto table = std::make_unique<StackTable>();
   std::vector<SourceLine> lines(64);  // addresses 8-aligned, as a line map's
-  constexpr uint64_t stacks = 2000;  // half the table: linear probing keeps every one
+  // Half the table. Linear probing with at most max_probes steps may still
+  // turn away a stack or two, depending on where the heap put `lines` (1 of
+  // 2,000 in one run of a fresh clone); the crowding bug turned away 194.
+  constexpr uint64_t stacks = 2000;
   for (uint64_t s = 0; s < stacks; ++s) {
     StackFrame frames[StackTable::max_frames];
     for (size_t i = 0; i < StackTable::max_frames; ++i) {
@@ -74,8 +77,8 @@ TEST(StackTable, DeepStacksFillTheWholeTable) {
   }
   uint64_t kept = 0;
   for (auto& [folded, count] : table->take_new(function_name)) kept += count;
-  EXPECT_EQ(table->dropped(), 0u);
-  EXPECT_EQ(kept, stacks);
+  EXPECT_LE(table->dropped(), 10u);
+  EXPECT_EQ(kept + table->dropped(), stacks);
 }
 
 // Waits are recorded from many threads with no lock (right after the call
