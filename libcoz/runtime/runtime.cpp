@@ -189,19 +189,28 @@ size_t runtime_locks(Runtime& rt, FutexLock* (&locks)[runtime_lock_count]) {
   return n;
 }
 
-// The forking thread's, from prepare to parent or child (two threads may fork at once).
-thread_local sigset_t tls_fork_signals;
-thread_local bool tls_fork_outer_section = false;
+// The forking thread's, from prepare to parent or child. Not thread_local:
+// glibc takes static TLS from the top of every thread's stack, and these
+// 136 bytes cost a program's 16 KiB thread a frame of its recursion
+// (ownership_signals_test). Two threads may fork at once, but only the one
+// holding every runtime lock (taken last in prepare) writes or reads them.
+struct ForkState {
+  sigset_t signals;
+  bool outer_section = false;
+};
+ForkState g_fork;
 
 void fork_prepare() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
-  SignalsDeferred::hold(tls_fork_signals);
-  tls_fork_outer_section = in_runtime();
+  ForkState mine;
+  SignalsDeferred::hold(mine.signals);
+  mine.outer_section = in_runtime();
   RuntimeSection::enter_for_good();  // until fork_parent / on_fork_child
   FutexLock* locks[runtime_lock_count];
   size_t n = runtime_locks(*rt, locks);
   for (size_t i = 0; i < n; ++i) locks[i]->lock();
+  g_fork = mine;
 }
 
 void release_fork_locks(Runtime& rt) {
@@ -213,9 +222,10 @@ void release_fork_locks(Runtime& rt) {
 void fork_parent() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
+  ForkState mine = g_fork;  // before another forking thread can take the locks
   release_fork_locks(*rt);
-  detail::tls_in_runtime = tls_fork_outer_section;
-  SignalsDeferred::release(tls_fork_signals);
+  detail::tls_in_runtime = mine.outer_section;
+  SignalsDeferred::release(mine.signals);
 }
 
 /// A forked child is a program of its own: it gets a fresh experiment state,
@@ -226,6 +236,7 @@ void fork_parent() {
 void on_fork_child() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
+  ForkState mine = g_fork;
   release_fork_locks(*rt);  // taken in fork_prepare by this thread, which is the child's
   rt->experiment.selected.store(nullptr, std::memory_order_relaxed);
   rt->ledger.end_experiment();
@@ -250,8 +261,8 @@ void on_fork_child() {
   g_profiler = new Profiler(*rt);  // the parent's profiler thread does not exist here
   g_profiler->after_signal_shutdown(&summarize_after_exit_signal);
   if (!g_profiler->start()) g_profiler = nullptr;
-  detail::tls_in_runtime = tls_fork_outer_section;
-  SignalsDeferred::release(tls_fork_signals);
+  detail::tls_in_runtime = mine.outer_section;
+  SignalsDeferred::release(mine.signals);
 }
 
 /// The exit-signal handler's part (exit_signals.h): the profiler thread
