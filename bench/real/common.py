@@ -255,6 +255,18 @@ def retest_with_fixed_line(lines, point, profile_once, work, prefix, seconds):
     table(["line", "verdict", "exps", "predicted @50%"], rows)
 
 
+def agreement_and_retests(tops, profiles, modes, point, line, profile_once, work, prefix, seconds):
+    """The tables every script ends with: whether the default runs agree on
+    their settled lines (TOPS, one list per run), which granularity settles
+    fastest (MODES: {"line": profile, "function": profile}), and the
+    --fixed-line re-test of every line the default runs label "speeds up"."""
+    agree = set(tops[0]) & set(tops[1]) if len(tops) > 2 else set()
+    print(f"\nSettled lines (speed up or slow down), run 1: {tops[0] or 'none'}; run 2: "
+          f"{tops[1] if len(tops) > 2 else '-'}; in both: {len(agree)}")
+    granularity_comparison({"auto (default), run 1": profiles[0], **modes}, point, line)
+    retest_with_fixed_line(positive_lines(profiles, point), point, profile_once, work, prefix, seconds)
+
+
 def positive_lines(profiles, point):
     """Lines (not function units) labelled "speeds up" by the profiles together: the --fixed-line re-tests."""
     return sorted({e["line"] for e in report(profiles)["effects"]

@@ -121,13 +121,8 @@ def main():
     print(f"\nInjected line: {respond_line}. Predictions from default-mode profiles "
           f"({args.runs} runs of {args.profile_seconds:g} s):\n")
     common.table(["profile", "line speedup", "rank, verdict", "predicted", "actual", "error (points)", "target"], rows)
-    agree = set(tops[0]) & set(tops[1]) if len(tops) > 2 else set()
-    print(f"\nSettled lines, run 1: {tops[0] or 'none'}; run 2: {tops[1] if len(tops) > 2 else '-'}; "
-          f"in both: {len(agree)}")
-    common.granularity_comparison({"auto (default), run 1": profiles[0], "line": modes["line"],
-                                   "function": modes["function"]}, "response", respond_line)
-    positives = common.positive_lines(profiles, "response")
-    common.retest_with_fixed_line(positives, "response", profile, args.work, "nghttpd", args.profile_seconds)
+    common.agreement_and_retests(tops, profiles, modes, "response", respond_line, profile, args.work, "nghttpd",
+                                 args.profile_seconds)
     bp = common.report([bp_path])
     bp_rank, bp_effect = common.rank_among(bp["effects"], close_line, respond_line)
     counted = next((e for e in bp["effects"] if e["line"].endswith(close_line)), None)

@@ -112,13 +112,8 @@ def main():
     print(f"\nInjected lines: query = {query_line}, off = {off_line}. Predictions from default-mode profiles "
           f"({args.runs} runs of {args.profile_seconds:g} s):\n")
     common.table(["profile", "line", "rank, verdict", "predicted", "actual", "error (points)", "target"], rows)
-    agree = set(tops[0]) & set(tops[1]) if len(tops) > 2 else set()
-    print(f"\nSettled lines (speed up or slow down), run 1: {tops[0] or 'none'}; run 2: "
-          f"{tops[1] if len(tops) > 2 else '-'}; in both: {len(agree)}")
-    common.granularity_comparison({"auto (default), run 1": profiles[0], "line": modes["line"],
-                                   "function": modes["function"]}, "query", query_line)
-    positives = common.positive_lines(profiles, "query")
-    common.retest_with_fixed_line(positives, "query", profile_once, args.work, "sqlite", args.profile_seconds)
+    common.agreement_and_retests(tops, profiles, modes, "query", query_line, profile_once, args.work, "sqlite",
+                                 args.profile_seconds)
     return 0
 
 
