@@ -14,8 +14,8 @@ uint64_t mix(uint64_t x) {
 }
 }  // namespace
 
-void StackTable::add(const StackFrame* frames, size_t depth) {
-  if (depth == 0) return;
+void StackTable::add(const StackFrame* frames, size_t depth, uint64_t count) {
+  if (depth == 0 || count == 0) return;
   if (depth > max_frames) depth = max_frames;
   uint64_t key = 1469598103934665603ull;  // FNV-1a over the frame addresses
   for (size_t i = 0; i < depth; ++i) {
@@ -36,17 +36,17 @@ void StackTable::add(const StackFrame* frames, size_t depth) {
         slot.depth = static_cast<uint32_t>(depth);
         for (size_t i = 0; i < depth; ++i) slot.frames[i] = frames[i];
         slot.ready.store(true, std::memory_order_release);
-        slot.count.fetch_add(1, std::memory_order_relaxed);
+        slot.count.fetch_add(count, std::memory_order_relaxed);
         return;
       }
     }
     if (seen == key) {
       if (!slot.ready.load(std::memory_order_acquire)) break;  // being filled right now
-      slot.count.fetch_add(1, std::memory_order_relaxed);
+      slot.count.fetch_add(count, std::memory_order_relaxed);
       return;
     }
   }
-  dropped_.fetch_add(1, std::memory_order_relaxed);
+  dropped_.fetch_add(count, std::memory_order_relaxed);
 }
 
 std::vector<std::pair<std::string, uint64_t>> StackTable::take_new(

@@ -33,8 +33,8 @@ class StackTable {
   /// The line of a line frame, nullptr for a function frame.
   static SourceLine* line_of(StackFrame f) { return (f & 1) ? nullptr : reinterpret_cast<SourceLine*>(f); }
 
-  /// `frames` innermost first. Async-signal-safe.
-  void add(const StackFrame* frames, size_t depth);
+  /// `count` samples of the stack `frames`, innermost first. Async-signal-safe.
+  void add(const StackFrame* frames, size_t depth, uint64_t count = 1);
 
   /// (frames "A;B;C" outermost first, count since the last call); a function
   /// frame is named by `function_name(entry address)`. Not for signal context.

@@ -166,7 +166,7 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
     if (in_kernel) rt.stats.unattributed_kernel.fetch_add(weight, std::memory_order_relaxed);
     return;
   }
-  for (uint64_t i = 0; i < weight; ++i) rt.stacks.add(frames, depth);
+  rt.stacks.add(frames, depth, weight);
   line->samples.fetch_add(weight, std::memory_order_relaxed);
 
   SourceLine* selected = rt.experiment.selected.load(std::memory_order_acquire);

@@ -20,6 +20,19 @@ std::string function_name(uint64_t entry) { return "f" + std::to_string(entry); 
 /// Stack number `i`: two function frames, so no SourceLine is needed.
 std::vector<StackFrame> stack(uint64_t i) { return {StackTable::function_frame(0x1000 + i), StackTable::function_frame(7)}; }
 
+// A sample of the kernel-time sampler stands for several periods at the
+// shortest periods (record_sample's weight): one add of that many.
+TEST(StackTable, OneAddCountsItsWeight) {
+  auto table = std::make_unique<StackTable>();
+  const std::vector<StackFrame> frames = stack(1);
+  table->add(frames.data(), frames.size(), 5);
+  table->add(frames.data(), frames.size());
+  table->add(frames.data(), frames.size(), 0);  // nothing
+  auto taken = table->take_new(function_name);
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].second, 6u);
+}
+
 // Two threads take what is new (the profiler thread after an experiment,
 // an exiting thread's last records) while samples keep coming: every sample
 // must be taken exactly once.
