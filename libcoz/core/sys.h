@@ -6,6 +6,7 @@
 // async-signal-safe.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -71,6 +72,29 @@ inline uint64_t process_cpu_ns() {
   timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+/// The CPU time of thread `tid` of this process, in ns (0 once it is gone):
+/// its CPU-time clock as the kernel numbers it (per thread, CPUCLOCK_SCHED:
+/// ~tid << 3 | 6), for a thread the caller has no pthread_t of.
+inline uint64_t thread_cpu_ns(int tid) {
+  const auto clock = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6);
+  timespec ts{};
+  if (clock_gettime(clock, &ts) != 0) return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+/// Reads a small file (a /proc entry) into `buf`, NUL-terminated: the
+/// bytes read (at most size - 1), or -1. Raw open and close: libcoz.so
+/// interposes close.
+inline ssize_t read_small_file(const char* path, char* buf, size_t size) {
+  long fd = raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(static_cast<int>(fd), buf, size - 1);
+  raw_syscall6(SYS_close, fd);
+  if (n < 0) return -1;
+  buf[n] = '\0';
+  return n;
 }
 
 /// Sleeps about `ns` (one call; a signal may cut it short) and returns the

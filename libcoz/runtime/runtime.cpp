@@ -60,11 +60,8 @@ std::string read_link(const char* path) {
 
 std::string command_line() {
   std::string out;
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
   char buf[1024];
-  ssize_t n = sys::read(fd, buf, sizeof buf);
-  close(fd);
+  ssize_t n = sys::read_small_file("/proc/self/cmdline", buf, sizeof buf);
   for (ssize_t i = 0; i < n; ++i) out.push_back(buf[i] ? buf[i] : ' ');
   while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
@@ -371,11 +368,9 @@ void warn_if_kernel_time_unsampled(const Runtime& rt) {
   constexpr double worth_saying = 0.05;  // of the CPU time
   if (total <= 0 || kernel / total < worth_saying) return;
   std::string paranoid = "?";
-  if (int fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC); fd >= 0) {
-    char buf[16] = {};
-    ssize_t n = sys::read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n > 0) paranoid = std::string(buf, static_cast<size_t>(n) - (buf[n - 1] == '\n' ? 1 : 0));
+  char buf[16];
+  if (ssize_t n = sys::read_small_file("/proc/sys/kernel/perf_event_paranoid", buf, sizeof buf); n > 0) {
+    paranoid = std::string(buf, static_cast<size_t>(n) - (buf[n - 1] == '\n' ? 1 : 0));
   }
   log::warn("{:.2f} s of {:.2f} s CPU time ({:.0f}%) was spent in the kernel and not sampled: kernel sampling needs "
             "perf_event_paranoid <= 1 (it is {}) or CAP_PERFMON",

@@ -496,26 +496,12 @@ bool map_ring(PerfRing& ring, int fd, unsigned pages) {
 bool sample_signal_blocked(int tid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
   char text[4096];
-  ssize_t n = sys::read(fd, text, sizeof text - 1);
-  close(fd);
-  if (n <= 0) return false;
-  text[n] = '\0';
+  if (sys::read_small_file(path, text, sizeof text) <= 0) return false;
   const char* field = std::strstr(text, "\nSigBlk:");
   if (!field) return false;
   uint64_t mask = std::strtoull(field + std::strlen("\nSigBlk:"), nullptr, 16);
   return mask & (1ull << (sample_signal - 1));
-}
-
-/// The CPU time of thread `tid` of this process, in ns (its CPU-time
-/// clock, as the kernel names it: CPUCLOCK_SCHED, per thread, ~tid << 3).
-uint64_t thread_cpu_ns(int tid) {
-  const auto clock = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6);
-  timespec ts{};
-  if (clock_gettime(clock, &ts) != 0) return 0;
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 std::atomic<int> g_signal_blocked_threads{0};
@@ -553,7 +539,7 @@ void watch_signal_delivery(Runtime& rt, ThreadState& t) {
     blocked = sample_signal_blocked(t.tid);
   } else if (t.ring.unread_bytes() >= undelivered_bytes && !t.in_sample_handler.load(std::memory_order_acquire)) {
     uint32_t taken = t.signals_taken.load(std::memory_order_acquire);
-    uint64_t cpu = thread_cpu_ns(t.tid);
+    uint64_t cpu = sys::thread_cpu_ns(t.tid);
     bool still = t.blocked_seen_cpu_ns != 0 && t.blocked_seen_taken == taken;
     if (!sample_signal_blocked(t.tid) || t.in_sample_handler.load(std::memory_order_acquire)) {
       t.blocked_seen_cpu_ns = 0;

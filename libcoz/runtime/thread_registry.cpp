@@ -182,13 +182,8 @@ void record_blocked(WaitKind kind, uint64_t ns) {
 }
 
 std::optional<ProcessThreads> read_process_threads() {
-  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
   char buf[1024];
-  ssize_t n = sys::read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return std::nullopt;
-  buf[n] = '\0';
+  if (sys::read_small_file("/proc/self/stat", buf, sizeof buf) <= 0) return std::nullopt;
   // "pid (comm) state ...": comm may hold spaces and parentheses, so the
   // fields are counted from the last ')'. Field 3 is the state, 20 the
   // number of threads, 52 the exit code (Linux 3.5+) -- all of the main
