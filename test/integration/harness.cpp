@@ -81,6 +81,13 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
+void ScratchTest::TearDown() {
+  if (HasFailure()) {
+    scratch_.keep();
+    std::cerr << "[ kept     ] profiles and output in " << scratch_.path() << "\n";
+  }
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv, const TempDir& scratch, std::chrono::seconds timeout) {
   static int run_counter = 0;
   const std::string tag = std::to_string(++run_counter);

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "analysis.h"
 #include "profile.h"
 #include "record_line.h"
@@ -45,6 +47,23 @@ class TempDir {
  private:
   std::string path_;
   bool keep_ = false;
+};
+
+/// The fixture of every integration test: a scratch directory for the
+/// run's files, kept (and named on stderr) when the test fails.
+class ScratchTest : public ::testing::Test {
+ protected:
+  void TearDown() override;
+  std::string profile_path(const std::string& name = "profile.coz") const { return scratch_.file(name); }
+  TempDir scratch_;
+};
+
+/// Experiments capped at 150 ms (COZ_EXPERIMENT_MAX_NS, for every run of
+/// the test suite), so that programs of a second or two still finish several.
+inline constexpr const char* kShortExperimentMaxNs = "150000000";
+class ShortExperimentsTest : public ScratchTest {
+ protected:
+  static void SetUpTestSuite() { setenv("COZ_EXPERIMENT_MAX_NS", kShortExperimentMaxNs, 1); }
 };
 
 /// Runs argv[0] (a path) with posix_spawn in its own process group, stdin from

@@ -55,18 +55,8 @@ namespace coz_itest {
 namespace {
 
 // Keeps the scratch directory (profiles, captured output) of a failed test.
-class IntegrationTest : public ::testing::Test {
+class IntegrationTest : public ScratchTest {
  protected:
-  void TearDown() override {
-    if (HasFailure()) {
-      scratch_.keep();
-      std::cerr << "[ kept     ] profiles and output in " << scratch_.path() << "\n";
-    }
-  }
-
-  std::string profile_path(const std::string& name = "profile.coz") const { return scratch_.file(name); }
-
-  TempDir scratch_;
 };
 
 std::string point_name(const std::string& file, const std::string& marker) { return marked_line(file, marker); }

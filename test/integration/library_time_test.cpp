@@ -81,16 +81,8 @@ namespace {
 
 constexpr const char* kPoint = "item consumed";
 
-class LibraryTimeTest : public ::testing::Test {
+class LibraryTimeTest : public ScratchTest {
  protected:
-  void TearDown() override {
-    if (HasFailure()) {
-      scratch_.keep();
-      std::cerr << "[ kept     ] profiles and output in " << scratch_.path() << "\n";
-    }
-  }
-  std::string profile_path() const { return scratch_.file("profile.coz"); }
-  TempDir scratch_;
 };
 
 // --------------------------------------------------------------------------

@@ -27,21 +27,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kExperimentMaxNs = "150000000";  // 150 ms
-
-class OwnershipTest : public ::testing::Test {
+class OwnershipTest : public ShortExperimentsTest {
  protected:
-  static void SetUpTestSuite() { setenv("COZ_EXPERIMENT_MAX_NS", kExperimentMaxNs, 1); }
-
-  void TearDown() override {
-    if (HasFailure()) {
-      scratch_.keep();
-      std::cerr << "[ kept     ] profiles and output in " << scratch_.path() << "\n";
-    }
-  }
-
-  std::string profile_path() const { return scratch_.file("profile.coz"); }
-
   /// A fresh directory under the scratch directory, for one run's files.
   std::string directory(const std::string& name) const {
     const std::string dir = scratch_.file(name);
@@ -76,8 +63,6 @@ class OwnershipTest : public ::testing::Test {
     EXPECT_TRUE(problem.empty()) << problem;
     return raw;
   }
-
-  TempDir scratch_;
 };
 
 /// The same exit status and the same stdout as the plain run.

@@ -22,21 +22,8 @@
 namespace coz_itest {
 namespace {
 
-constexpr const char* kExperimentMaxNs = "150000000";  // 150 ms: short runs still finish experiments
-
-class LifecycleTest : public ::testing::Test {
+class LifecycleTest : public ShortExperimentsTest {
  protected:
-  static void SetUpTestSuite() { setenv("COZ_EXPERIMENT_MAX_NS", kExperimentMaxNs, 1); }
-
-  void TearDown() override {
-    if (HasFailure()) {
-      scratch_.keep();
-      std::cerr << "[ kept     ] profiles and output in " << scratch_.path() << "\n";
-    }
-  }
-
-  std::string profile_path(const std::string& name = "profile.coz") const { return scratch_.file(name); }
-
   /// `coz run -o PROFILE OPTIONS --- PROGRAM`; a hang costs `timeout`.
   ProcessResult run(const std::vector<std::string>& options, const std::vector<std::string>& program,
                     std::chrono::seconds timeout = std::chrono::seconds(20), const std::string& profile = "") {
@@ -59,8 +46,6 @@ class LifecycleTest : public ::testing::Test {
     EXPECT_TRUE(problem.empty()) << problem;
     return raw;
   }
-
-  TempDir scratch_;
 };
 
 /// The same ending: exit status, or the signal that ended it.
@@ -196,7 +181,7 @@ TEST_F(LifecycleTest, AnExitWhileExperimentsEndWritesEachCountOnce) {
     ~Restore() {
       unsetenv("COZ_EXPERIMENT_MIN_NS");
       unsetenv("COZ_COOLOFF_NS");
-      setenv("COZ_EXPERIMENT_MAX_NS", kExperimentMaxNs, 1);
+      setenv("COZ_EXPERIMENT_MAX_NS", kShortExperimentMaxNs, 1);
     }
   } restore;
   const std::vector<std::string> program = {MANY_PATHS_EXE, "--threads", "2", "--depth", "11", "--ms", "250"};

@@ -23,17 +23,8 @@ namespace {
 // this, it hangs (the shortest periods took 28 s and more before issue #14).
 constexpr std::chrono::seconds kTimeout{20};
 
-class OwnershipSignalsTest : public ::testing::Test {
+class OwnershipSignalsTest : public ScratchTest {
  protected:
-  void TearDown() override {
-    if (HasFailure()) {
-      scratch_.keep();
-      std::cerr << "[ kept     ] profiles and output in " << scratch_.path() << "\n";
-    }
-  }
-
-  std::string profile_path() const { return scratch_.file("profile.coz"); }
-
   ProcessResult plain(const std::vector<std::string>& program) { return run_process(program, scratch_, kTimeout); }
 
   /// `coz run -o PROFILE OPTIONS --- PROGRAM`.
@@ -55,8 +46,6 @@ class OwnershipSignalsTest : public ::testing::Test {
     EXPECT_GE(samples_on_line(*profile, line), at_least)
         << "too few samples on " << line << ": the profiler was not sampling, so the run proves little";
   }
-
-  TempDir scratch_;
 };
 
 /// Same ending: both exited with the same status, or both were killed by the same signal.

@@ -43,8 +43,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kExperimentMaxNs = "150000000";  // 150 ms
-
 // ---- programs' output -------------------------------------------------------------
 
 /// The number just before the first `suffix` in text ("12 lost" -> 12), -1 if none.
@@ -138,19 +136,8 @@ ProcessResult finish_process(Running& running, std::chrono::seconds timeout = st
 
 // ---- the fixture -----------------------------------------------------------------------
 
-class RobustnessTest : public ::testing::Test {
+class RobustnessTest : public ShortExperimentsTest {
  protected:
-  static void SetUpTestSuite() { setenv("COZ_EXPERIMENT_MAX_NS", kExperimentMaxNs, 1); }
-
-  void TearDown() override {
-    if (HasFailure()) {
-      scratch_.keep();
-      std::cerr << "[ kept     ] profiles and output in " << scratch_.path() << "\n";
-    }
-  }
-
-  std::string profile_path() const { return scratch_.file("profile.coz"); }
-
   /// `coz run -o PROFILE OPTIONS --- PROGRAM`, killed after `timeout` (every
   /// program here ends within ~15 s; a hang must not cost CI minutes).
   ProcessResult run(const std::vector<std::string>& options, const std::vector<std::string>& program,
@@ -169,8 +156,6 @@ class RobustnessTest : public ::testing::Test {
     EXPECT_TRUE(problem.empty()) << problem;
     return raw;
   }
-
-  TempDir scratch_;
 };
 
 void expect_exit(const ProcessResult& result, int status) {
