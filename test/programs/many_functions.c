@@ -2,11 +2,15 @@
 // TwoPhase* in integration_test.cpp): each round calls 64 small functions,
 // each with its own loop on its own line, and one function, `bottleneck`,
 // that takes about half of the round. One thread; progress point "round".
+// `-s SECONDS` runs for that long instead of a count of rounds: the two-phase
+// test needs a number of experiments, which take wall-clock time however fast
+// the machine is.
 //
-//     many_functions [-n ROUNDS]
+//     many_functions [-n ROUNDS | -s SECONDS]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <coz.h>
 
@@ -88,18 +92,28 @@ static void (*const small[])(void) = {
     f38, f39, f40, f41, f42, f43, f44, f45, f46, f47, f48, f49, f50, f51, f52, f53, f54, f55, f56,
     f57, f58, f59, f60, f61, f62, f63};
 
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 int main(int argc, char** argv) {
   unsigned long rounds = 2000;
+  double seconds = 0;
   if (argc == 3 && strcmp(argv[1], "-n") == 0) rounds = strtoul(argv[2], NULL, 10);
+  else if (argc == 3 && strcmp(argv[1], "-s") == 0) seconds = strtod(argv[2], NULL);
   else if (argc != 1) {
-    fprintf(stderr, "usage: many_functions [-n ROUNDS]\n");
+    fprintf(stderr, "usage: many_functions [-n ROUNDS | -s SECONDS]\n");
     return 2;
   }
-  for (unsigned long r = 0; r < rounds; ++r) {
+  const double deadline = now_s() + seconds;
+  unsigned long r = 0;
+  for (; seconds > 0 ? now_s() < deadline : r < rounds; ++r) {
     for (unsigned f = 0; f < sizeof small / sizeof small[0]; ++f) small[f]();
     bottleneck();
     COZ_PROGRESS_NAMED("round");
   }
-  printf("%lu rounds\n", rounds);
+  printf("%lu rounds\n", r);
   return 0;
 }
