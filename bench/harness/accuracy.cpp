@@ -75,7 +75,7 @@ Section measure_accuracy(const Config& config) {
   std::filesystem::create_directories(scratch);
   int failures = 0, no_effect_rows = 0, no_effect_failures = 0;
   for (const BenchProgram& program : suite()) {
-    if (!included(config, program)) continue;
+    if (!included(config, program) || program.lines.empty()) continue;  // an overhead-only program
     const std::vector<std::string> args = program_args(program, config.run_s);
     std::vector<std::string> binaries = {program.name};
     for (const LineCase& c : program.lines) binaries.push_back(c.variant);

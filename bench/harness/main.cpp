@@ -29,7 +29,7 @@ const char* const kUsage =
     "  --scratch DIR          profiles and working directories (default /tmp/coz_bench)\n"
     "  --out FILE             write the results here (Markdown)\n"
     "  --quick                short runs, fewer rounds (smoke test)\n"
-    "  --sections LIST        accuracy,overhead,startup,unwind,io_cost (default all)\n"
+    "  --sections LIST        accuracy,overhead,startup,unwind,call_cost (default all)\n"
     "  --only LIST            only these programs (comma-separated)\n"
     "  --run-seconds S        plain run time each program is scaled to\n"
     "  --truth-rounds N  --profile-runs N  --overhead-rounds N  --startup-rounds N\n"
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   config.nice = geteuid() == 0 ? -20 : 0;
   std::string out_path, command = "coz_bench";
   std::string coz_profiler = std::filesystem::exists("/usr/bin/coz") ? "/usr/bin/coz" : "";
-  std::vector<std::string> sections = {"accuracy", "overhead", "startup", "unwind", "io_cost"};
+  std::vector<std::string> sections = {"accuracy", "overhead", "startup", "unwind", "call_cost"};
   double run_s = -1;
   int truth = -1, profile_runs = -1, overhead_rounds = -1, startup_rounds = -1;
 
@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
     else if (name == "overhead") s = measure_overhead(config);
     else if (name == "startup") s = measure_startup(config);
     else if (name == "unwind") s = measure_unwind(config);
-    else if (name == "io_cost") s = measure_io_cost(config);
+    else if (name == "call_cost") s = measure_call_cost(config);
     else usage_error("unknown section " + name);
     const std::string text = s.render();
     std::cout << text << std::flush;

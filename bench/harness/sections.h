@@ -10,7 +10,7 @@ Section measure_accuracy(const Config& config);
 Section measure_overhead(const Config& config);
 Section measure_startup(const Config& config);
 Section measure_unwind(const Config& config);
-Section measure_io_cost(const Config& config);
+Section measure_call_cost(const Config& config);
 
 /// Progress on stderr while the harness runs (not part of the results).
 void progress(const std::string& message);

@@ -68,6 +68,11 @@ const std::vector<BenchProgram>& suite() {
        4.0, "elapsed", "reply",
        {{"produce_work", "libevent_rpc_fast_produce", 1.0 / 3.0, false},
         {"handle_work", "libevent_rpc_fast_handle", 1.0 / 6.0, false}}},
+      // Synchronising every ~50 us (bench/programs): the overhead table only.
+      {"sync_pipeline", "bench/programs/sync_pipeline.cpp", "cond-var pipeline, ~15,000 items/s", 80'000, 5.4,
+       "elapsed", "item consumed", {}},
+      {"mutex_crowd", "bench/programs/mutex_crowd.cpp", "64 threads on one mutex", 2'000'000, 3.3, "elapsed",
+       "iteration", {}},
   };
   return programs;
 }
