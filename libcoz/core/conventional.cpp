@@ -91,7 +91,7 @@ const char* wait_kind_name(WaitKind kind) {
   return "?";
 }
 
-void BlockedTable::add(SourceLine* site, WaitKind kind, uint64_t ns) {
+void BlockedTable::add(SourceLine* site, WaitKind kind, uint64_t ns, uint64_t count) {
   // User addresses are below 2^47: shifted by 4 bits, the kind fits beside the site.
   static_assert(static_cast<int>(WaitKind::FileLock) < 16, "a wait kind takes 4 bits of the key");
   const uint64_t key = ((reinterpret_cast<uintptr_t>(site) << 4) | static_cast<uint64_t>(kind)) + 1;
@@ -102,7 +102,7 @@ void BlockedTable::add(SourceLine* site, WaitKind kind, uint64_t ns) {
     if (seen == 0 && slot.key.compare_exchange_strong(seen, key, std::memory_order_acq_rel)) seen = key;
     if (seen == key) {
       slot.ns.fetch_add(ns, std::memory_order_relaxed);
-      slot.count.fetch_add(1, std::memory_order_relaxed);
+      slot.count.fetch_add(count, std::memory_order_relaxed);
       return;
     }
   }

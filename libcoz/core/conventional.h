@@ -76,8 +76,9 @@ const char* wait_kind_name(WaitKind kind);
 /// dropped and counted.
 class BlockedTable {
  public:
-  /// Async-signal-safe: no allocation, no lock.
-  void add(SourceLine* site, WaitKind kind, uint64_t ns);
+  /// `count` waits that blocked `ns` in all. Async-signal-safe: no
+  /// allocation, no lock.
+  void add(SourceLine* site, WaitKind kind, uint64_t ns, uint64_t count = 1);
 
   struct Entry {
     std::string site;  // FILE:LINE, or "?" when no frame was in scope

@@ -59,12 +59,6 @@ void DelayLedger::forgive_old_debt(ThreadLedger& t) const {
   raise_local(t, forgive_below_.load(std::memory_order_acquire));
 }
 
-uint64_t DelayLedger::debt(const ThreadLedger& t) const {
-  uint64_t paid = std::max(t.local.load(std::memory_order_relaxed), forgive_below_.load(std::memory_order_acquire));
-  uint64_t g = global();
-  return g > paid ? g - paid : 0;
-}
-
 uint64_t DelayLedger::owed(ThreadLedger& t) const {
   forgive_old_debt(t);
   return debt(t);

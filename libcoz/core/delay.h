@@ -18,6 +18,7 @@
 // that created them, and a late payment would distort the next one.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <optional>
@@ -66,6 +67,10 @@ class DelayLedger {
   uint64_t credit_sample(ThreadLedger& t);
   /// What the thread owes now (after forgiving debt from earlier experiments).
   uint64_t owed(ThreadLedger& t) const;
+  /// Whether owed(t) would be more than 0, with loads only: inline, for the
+  /// wrappers' fast path (outside experiments that insert delays, nothing
+  /// is ever owed, and every unlock and wake asks).
+  bool owes(const ThreadLedger& t) const { return debt(t) != 0; }
   /// True when the thread owes nothing, or is blocked (a thread woken by
   /// another skips what accrued meanwhile). A thread in the middle of paying
   /// is not settled: it made its progress ahead of the virtual clock, and is
@@ -114,7 +119,11 @@ class DelayLedger {
  private:
   void forgive_old_debt(ThreadLedger& t) const;
   /// Global count less what the thread paid or was forgiven; reads only.
-  uint64_t debt(const ThreadLedger& t) const;
+  uint64_t debt(const ThreadLedger& t) const {
+    uint64_t paid = std::max(t.local.load(std::memory_order_relaxed), forgive_below_.load(std::memory_order_acquire));
+    uint64_t g = global();
+    return g > paid ? g - paid : 0;
+  }
 
   std::atomic<uint64_t> global_{0};
   std::atomic<uint64_t> forgive_below_{0};

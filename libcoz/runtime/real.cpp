@@ -10,9 +10,6 @@
 namespace coz::real {
 namespace {
 
-Table g_table;
-std::atomic<bool> g_resolved{false};
-
 void* lookup(const char* name, const char* version) {
   void* p = version ? dlvsym(RTLD_NEXT, name, version) : nullptr;
   return p ? p : dlsym(RTLD_NEXT, name);
@@ -28,8 +25,10 @@ void* lookup(const char* name, const char* version) {
   _exit(127);
 }
 
-void resolve() {
-  // Several threads may get here at once; they all store the same values.
+}  // namespace
+
+void detail::resolve() {
+  using detail::g_table;
 #define COZ_REAL_RESOLVE(name, required, version)                                   \
   {                                                                                 \
     void* p = lookup(#name, version);                                               \
@@ -40,14 +39,7 @@ void resolve() {
   }
   COZ_REAL_FUNCTIONS(COZ_REAL_RESOLVE)
 #undef COZ_REAL_RESOLVE
-  g_resolved.store(true, std::memory_order_release);
-}
-
-}  // namespace
-
-const Table& functions() {
-  if (!g_resolved.load(std::memory_order_acquire)) resolve();
-  return g_table;
+  detail::g_resolved.store(true, std::memory_order_release);
 }
 
 }  // namespace coz::real

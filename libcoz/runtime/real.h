@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
+
 // The checked variants that -D_FORTIFY_SOURCE builds call; glibc declares
 // them only in fortified compilations.
 extern "C" {
@@ -153,8 +155,19 @@ struct Table {
 #undef COZ_REAL_DECLARE
 };
 
+namespace detail {
+inline Table g_table;
+inline std::atomic<bool> g_resolved{false};
+/// Looks every function up (several threads may at once: they store the same values).
+void resolve();
+}  // namespace detail
+
 /// The resolved table. Resolves on first use (any thread, any time, also
-/// before the runtime's constructor ran); resolution is idempotent.
-const Table& functions();
+/// before the runtime's constructor ran); resolution is idempotent. Inline:
+/// every wrapper calls it.
+inline const Table& functions() {
+  if (!detail::g_resolved.load(std::memory_order_acquire)) detail::resolve();
+  return detail::g_table;
+}
 
 }  // namespace coz::real

@@ -33,7 +33,7 @@ struct LoadedObject {
   bool operator==(const LoadedObject&) const = default;
 };
 
-std::atomic<Runtime*> g_runtime{nullptr};
+using detail::g_runtime;
 
 /// What the line map was built from, kept to add libraries loaded later.
 struct MapSources {
@@ -448,8 +448,6 @@ __attribute__((constructor)) void on_load() { start(); }
 __attribute__((destructor)) void on_unload() { stop(); }
 
 }  // namespace
-
-Runtime* runtime() { return g_runtime.load(std::memory_order_acquire); }
 
 void on_library_loaded() {
   Runtime* rt = runtime();

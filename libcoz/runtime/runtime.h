@@ -84,9 +84,15 @@ struct Runtime {
   bool quiet_sampling = false;
 };
 
+namespace detail {
+// Set once the runtime is ready (runtime.cpp). Inline, as runtime() is on
+// every wrapper's path.
+inline std::atomic<Runtime*> g_runtime{nullptr};
+}  // namespace detail
+
 /// The runtime, once it is ready to take samples; nullptr before that, or if
 /// profiling is off in this process. Async-signal-safe.
-Runtime* runtime();
+inline Runtime* runtime() { return detail::g_runtime.load(std::memory_order_acquire); }
 
 /// After dlopen: maps the newly loaded objects that are in scope.
 void on_library_loaded();

@@ -71,10 +71,19 @@ struct ThreadState {
   // The thread's alternate signal stack, where the sample handler runs
   // (signal_stack.h); null if it could not be allocated.
   void* signal_stack = nullptr;
+  // Draws which waits called through a library get their site walked
+  // (record_blocked); any seed but 0.
+  uint64_t wait_draws = 0x9e3779b97f4a7c15u;
 };
 
+namespace detail {
+// Initial-exec TLS, as reentrancy.h's flag; inline, as current_thread() is
+// on every wrapper's path.
+inline thread_local ThreadState* tls_thread = nullptr;
+}  // namespace detail
+
 /// This thread's state, or nullptr if it is not profiled. Async-signal-safe.
-ThreadState* current_thread();
+inline ThreadState* current_thread() { return detail::tls_thread; }
 
 /// Registers the calling thread; `creator_local` is the creator's local delay.
 void register_current_thread(uint64_t creator_local);
@@ -133,8 +142,10 @@ void thread_pre_lock_wait(uint64_t now_ns);
 void thread_post_lock_wait(uint64_t now_ns);
 void thread_catch_up();
 /// A wait of the calling thread that blocked `ns`: charged to the in-scope
-/// line that called it (found by unwinding), for the conventional profile.
-void record_blocked(WaitKind kind, uint64_t ns);
+/// line that called it, for the conventional profile. `caller` is the
+/// wrapper's return address: the site itself when the program called the
+/// wait directly; otherwise the site is found by unwinding (sampled).
+void record_blocked(WaitKind kind, uint64_t ns, const void* caller);
 
 /// The calling thread's local delay (what a thread it creates inherits).
 uint64_t thread_local_delay();

@@ -5,7 +5,8 @@
 
 namespace coz {
 
-Wait::Wait(WaitKind kind, Entry entry) : kind_(kind), entry_(entry), active_(!in_runtime()) {
+Wait::Wait(WaitKind kind, Entry entry, const void* caller)
+    : kind_(kind), entry_(entry), active_(!in_runtime()), caller_(caller) {
   if (!active_) return;
   RuntimeSection section;
   start_ = sys::monotonic_ns();
@@ -21,7 +22,7 @@ void Wait::done(bool woken_by_thread) {
   RuntimeSection section;
   int saved = errno;
   uint64_t now = sys::monotonic_ns();
-  record_blocked(kind_, now - start_);
+  record_blocked(kind_, now - start_, caller_);
   if (entry_ == Entry::QueueWithDebt) {
     thread_post_lock_wait(now);
   } else {
@@ -30,8 +31,8 @@ void Wait::done(bool woken_by_thread) {
   errno = saved;
 }
 
-KernelWait::KernelWait(WaitKind kind)
-    : kind_(kind), start_(sys::monotonic_ns()), since_(0), rt_(runtime()), thread_(current_thread()), board_(nullptr) {
+KernelWait::KernelWait(WaitKind kind, const void* caller)
+    : kind_(kind), caller_(caller), start_(sys::monotonic_ns()), since_(0), rt_(runtime()), thread_(current_thread()), board_(nullptr) {
   if (!rt_ || !thread_ || in_runtime()) {
     rt_ = nullptr;
     thread_ = nullptr;
@@ -48,22 +49,25 @@ bool KernelWait::must_decide() const { return thread_ && rt_->ledger.accrued_whi
 
 void KernelWait::finish(std::optional<uint64_t> credit) {
   if (!thread_) return;
-  record_blocked(kind_, sys::monotonic_ns() - start_);
+  record_blocked(kind_, sys::monotonic_ns() - start_, caller_);
   rt_->ledger.post_block_claim(thread_->ledger, credit);
 }
 
-void catch_up() {
-  if (in_runtime()) return;
+void catch_up_if_owed() {
+  ThreadState* t = current_thread();
+  Runtime* rt = runtime();
+  if (!t || !rt || !rt->ledger.owes(t->ledger) || in_runtime()) return;
   RuntimeSection section;
   int saved = errno;
-  thread_catch_up();
+  rt->ledger.catch_up(t->ledger);
   errno = saved;
 }
 
 void wake_through_kernel(WakeKind kind, int target) {
   ThreadState* t = current_thread();
   Runtime* rt = runtime();
-  if (!t || !rt || in_runtime()) return;
+  // Nothing to pay and no credit to post (the common case, as in catch_up).
+  if (!t || !rt || !rt->ledger.delays_outstanding() || in_runtime()) return;
   RuntimeSection section;
   int saved = errno;
   // A signal handler that writes to a pipe (the self-pipe trick) may have
