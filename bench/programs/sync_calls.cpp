@@ -54,6 +54,7 @@ void two_threads(Side side) {
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
 volatile uint64_t g_counter = 0;
+volatile uint64_t g_shared_counter = 0;  // its own, so the compiler does not fold the two loops into one
 int g_turn = 0;  // cond: whose turn, under g_mutex
 sem_t g_sems[2];
 std::atomic<uint32_t> g_word{0};  // futex: whose turn
@@ -63,7 +64,7 @@ void mutex_pairs(uint64_t n) {
 }
 
 void mutex_contended_pairs(uint64_t n) {
-  for (uint64_t i = 0; i < n; ++i) { pthread_mutex_lock(&g_mutex); g_counter = g_counter + 1; pthread_mutex_unlock(&g_mutex); } // @line:mutex_contended_loop
+  for (uint64_t i = 0; i < n; ++i) { pthread_mutex_lock(&g_mutex); g_shared_counter = g_shared_counter + 1; pthread_mutex_unlock(&g_mutex); } // @line:mutex_contended_loop
 }
 
 void cond_turns(int me, uint64_t n) {
