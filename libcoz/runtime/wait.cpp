@@ -32,7 +32,13 @@ void Wait::done(bool woken_by_thread) {
 }
 
 KernelWait::KernelWait(WaitKind kind, const void* caller)
-    : kind_(kind), caller_(caller), start_(sys::monotonic_ns()), since_(0), rt_(runtime()), thread_(current_thread()), board_(nullptr) {
+    : kind_(kind),
+      caller_(caller),
+      start_(sys::monotonic_ns()),
+      since_(0),
+      rt_(runtime()),
+      thread_(current_thread()),
+      board_(nullptr) {
   if (!rt_ || !thread_ || in_runtime()) {
     rt_ = nullptr;
     thread_ = nullptr;
