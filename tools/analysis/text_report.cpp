@@ -373,7 +373,7 @@ class Writer {
       std::string text = fmt::format("top {} agree between the two halves of the run: {} of {}", s.top, s.agree,
                                      s.top);
       if (s.agree < s.top) {
-        out_ << paint(wrap(text + ": run longer for a firmer ranking", width_), ansi::yellow) << '\n';
+        warning(text + ": run longer for a firmer ranking");
       } else {
         out_ << paint(wrap(text, width_), ansi::dim) << '\n';
       }
@@ -497,12 +497,9 @@ class Writer {
     out_ << fmt::format("CPU time attributed to lines: {} of {}\n", percent(share, false),
                         cpu_seconds(s.cpu_time_ns));
     if (share < low_coverage) {
-      out_ << paint(wrap("warning: most of the program's CPU time is not attributed to any line (time in the "
-                         "kernel that could not be sampled, code out of the profiled scope, or threads not "
-                         "sampled: see coz run -v); the verdicts speak only for the attributed part",
-                         width_),
-                    ansi::yellow)
-           << '\n';
+      warning("warning: most of the program's CPU time is not attributed to any line (time in the kernel that "
+              "could not be sampled, code out of the profiled scope, or threads not sampled: see coz run -v); "
+              "the verdicts speak only for the attributed part");
     }
   }
 
@@ -510,23 +507,18 @@ class Writer {
   // profile's stacks and waits are then partial (the counts per line are not).
   void dropped(const SamplingTotals& s) {
     if (s.stacks_dropped > 0) {
-      out_ << paint(wrap(fmt::format("warning: {} of the in-scope samples have no call stack: the runtime's stack "
-                                     "table was full, so the stacks shown are partial",
-                                     grouped(s.stacks_dropped)),
-                         width_),
-                    ansi::yellow)
-           << '\n';
+      warning(fmt::format("warning: {} of the in-scope samples have no call stack: the runtime's stack table was "
+                          "full, so the stacks shown are partial",
+                          grouped(s.stacks_dropped)));
     }
     if (s.waits_dropped > 0) {
-      out_ << paint(wrap(fmt::format("warning: {} waits have no blocked-time record: the runtime's table of wait "
-                                     "sites was full, so the blocked times shown are partial",
-                                     grouped(s.waits_dropped)),
-                         width_),
-                    ansi::yellow)
-           << '\n';
+      warning(fmt::format("warning: {} waits have no blocked-time record: the runtime's table of wait sites was "
+                          "full, so the blocked times shown are partial",
+                          grouped(s.waits_dropped)));
     }
   }
 
+  void warning(const std::string& text) { out_ << paint(wrap(text, width_), ansi::yellow) << '\n'; }
   void hint(const std::string& text) { out_ << paint(wrap(text, width_), ansi::cyan) << '\n'; }
 
   std::ostream& out_;
