@@ -22,6 +22,7 @@
 #include "sampler.h"
 #include "scope.h"
 #include "thread_registry.h"
+#include "wait.h"
 #include "sys.h"
 
 namespace coz {
@@ -485,6 +486,7 @@ __attribute__((visibility("default"))) void _coz_post_block(int skip_delays) {
   coz::thread_post_block(skip_delays != 0);
 }
 
-__attribute__((visibility("default"))) void _coz_catch_up() { coz::thread_catch_up(); }
+/// The program wakes another thread its own way (the Coz ABI): the wrappers' catch-up.
+__attribute__((visibility("default"))) void _coz_catch_up() { coz::catch_up(); }
 
 }  // extern "C"

@@ -153,12 +153,6 @@ void thread_post_lock_wait(uint64_t now_ns) {
   if (t && rt) rt->ledger.post_lock_wait(t->ledger, now_ns);
 }
 
-void thread_catch_up() {
-  ThreadState* t = tls_thread;
-  Runtime* rt = runtime();
-  if (t && rt) rt->ledger.catch_up(t->ledger);
-}
-
 namespace {
 
 uint64_t next_draw(uint64_t& state) {  // xorshift64

@@ -140,7 +140,6 @@ void thread_post_block(bool skip);
 /// `now_ns` is CLOCK_MONOTONIC at entry and at exit.
 void thread_pre_lock_wait(uint64_t now_ns);
 void thread_post_lock_wait(uint64_t now_ns);
-void thread_catch_up();
 /// A wait of the calling thread that blocked `ns`: charged to the in-scope
 /// line that called it, for the conventional profile. `caller` is the
 /// wrapper's return address: the site itself when the program called the
