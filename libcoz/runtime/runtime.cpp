@@ -247,6 +247,7 @@ void on_fork_child() {
   rt->writer.defer_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
   reset_live_threads_after_fork();
   forget_retired_rings();
+  open_process_stat();
   if (ThreadState* t = current_thread()) {
     forget_inherited_sampler(*t);
     forget_thread_breakpoints(*t);
@@ -348,6 +349,7 @@ void start() {
     rt->sampling_enabled = false;
   }
   g_runtime.store(rt, std::memory_order_release);
+  open_process_stat();
   register_current_thread(rt->ledger.global());
   // After the runtime's first allocations: see fork_prepare for why.
   pthread_atfork(&fork_prepare, &fork_parent, &on_fork_child);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "breakpoints.h"
+#include "descriptors.h"
 #include "no_destroy.h"
 #include "log.h"
 #include "real.h"
@@ -28,6 +29,10 @@ std::atomic<int> g_live_threads{0};
 FutexLock g_list_lock;
 NoDestroy<std::vector<ThreadState*>> g_thread_list;  // registered threads (no fixed-size table)
 std::vector<ThreadState*>& g_threads = g_thread_list.value;
+
+// /proc/self/stat (open_process_stat); set where no other thread runs,
+// read by the profiler thread, which is started after.
+int g_process_stat = -1;
 
 pthread_key_t g_exit_key;
 pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
@@ -209,9 +214,19 @@ void record_blocked(WaitKind kind, uint64_t ns, const void* caller) {
   rt->blocked.add(site, kind, weighted_ns, count);
 }
 
+void open_process_stat() {
+  if (g_process_stat >= 0) descriptors::close_own(g_process_stat);
+  long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/stat"), O_RDONLY | O_CLOEXEC);
+  g_process_stat = fd >= 0 ? descriptors::adopt(static_cast<int>(fd)) : -1;
+}
+
 std::optional<ProcessThreads> read_process_threads() {
   char buf[1024];
-  if (sys::read_small_file("/proc/self/stat", buf, sizeof buf) <= 0) return std::nullopt;
+  if (g_process_stat < 0) return std::nullopt;
+  // From offset 0, a /proc file is generated anew.
+  long n = sys::raw_syscall6(SYS_pread64, g_process_stat, reinterpret_cast<long>(buf), sizeof buf - 1, 0);
+  if (n <= 0) return std::nullopt;
+  buf[n] = '\0';
   // "pid (comm) state ...": comm may hold spaces and parentheses, so the
   // fields are counted from the last ')'. Field 3 is the state, 20 the
   // number of threads, 52 the exit code (Linux 3.5+) -- all of the main

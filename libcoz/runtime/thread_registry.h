@@ -106,8 +106,17 @@ struct ProcessThreads {
   int others = 0;            // threads alive besides the main thread (the runtime's included)
   int main_status = 0;       // what the main thread left, in waitpid's form
 };
-/// Nullopt when /proc cannot be read.
+/// Nullopt when /proc cannot be read. Reads the descriptor open_process_stat
+/// opened.
 std::optional<ProcessThreads> read_process_threads();
+
+/// Opens /proc/self/stat for read_process_threads, once, where the program
+/// allocates no descriptor (descriptors.h), and closes the one a forked
+/// child inherited (its parent's). Opening it for each read, every 50 ms,
+/// took the lowest free number for a moment: a program that opened a file
+/// just then got another number than it gets without the profiler. Call
+/// where no thread of the program runs: at start-up, in a forked child.
+void open_process_stat();
 
 /// Under seccomp strict mode (about to be entered), the thread may only
 /// read, write, _exit and sigreturn: it pays what it owes, leaves the
