@@ -6,18 +6,23 @@
  * would now be one of the program's files.
  *
  * Usage: fd_reuse DIR [--threads N] [--files N] [--ms MS]
- *                     [--close none|loop|range|syscall|closefrom]
+ *                     [--close none|loop|range|syscall|closefrom] [--reopen 1]
  *
  *   1. starts N threads (their samplers are opened now), which wait;
  *   2. closes every descriptor from 3 up: one close() each up to
  *      sysconf(_SC_OPEN_MAX) (loop), close_range(3, ~0U, 0) (range), the
  *      same through syscall() (syscall), or closefrom(3);
  *   3. opens DIR/file.0 .. file.{N-1} with O_APPEND | O_NONBLOCK;
- *   4. the threads and main work MS ms each (samples, experiments);
+ *   4. the threads and main work MS ms each (samples, experiments); with
+ *      --reopen 1, main's work is opening and closing DIR/probe over and
+ *      over: each open must get the lowest free number, the one after the
+ *      files, however the profiler's work meanwhile (a descriptor of its
+ *      own opened even for a moment would take that number);
  *   5. main joins the threads, checks each file still has its flags, writes
  *      one line to each, and reads each back: it must hold that line only.
  *
- * Prints "fds=FIRST-LAST flags-kept=K written=W foreign=F" and exits 0, or
+ * Prints "fds=FIRST-LAST flags-kept=K written=W foreign=F" (after
+ * "renumbered=R" with --reopen: opens that got another number) and exits 0, or
  * prints what went wrong ("write file.3: Bad file descriptor") and exits 1. */
 #define _GNU_SOURCE
 #include <coz.h>
@@ -55,6 +60,20 @@ static uint64_t work(long ms) {
   return x;
 }
 
+/* Opens and closes `path` for `ms` ms; returns how many opens did not get
+ * `expected`, the lowest free number. */
+static long reopen(const char* path, int expected, long ms) {
+  long renumbered = 0;
+  double end = now_ms() + (double)ms;
+  for (long i = 0; now_ms() < end; ++i) {
+    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);  // @line:fd_reopen
+    if (fd != expected) ++renumbered;
+    if (fd >= 0) close(fd);
+    if (i % 1000 == 999) COZ_PROGRESS_NAMED("fd_reuse");
+  }
+  return renumbered;
+}
+
 static void* thread_main(void* arg) {
   (void)arg;
   pthread_barrier_wait(&g_started);
@@ -82,17 +101,18 @@ static void close_from_3(const char* how) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: fd_reuse DIR [--threads N] [--files N] [--ms MS] [--close HOW]\n");
+    fprintf(stderr, "usage: fd_reuse DIR [--threads N] [--files N] [--ms MS] [--close HOW] [--reopen 1]\n");
     return 2;
   }
   const char* dir = argv[1];
-  int threads = 0, files = 1;
+  int threads = 0, files = 1, reopening = 0;
   const char* how = "range";
   for (int i = 2; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--files") == 0) files = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--ms") == 0) g_ms = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--close") == 0) how = argv[i + 1];
+    else if (strcmp(argv[i], "--reopen") == 0) reopening = atoi(argv[i + 1]);
     else {
       fprintf(stderr, "fd_reuse: unknown argument %s\n", argv[i]);
       return 2;
@@ -119,7 +139,13 @@ int main(int argc, char** argv) {
   }
   pthread_barrier_wait(&g_opened);
   static volatile uint64_t sink;
-  sink = work(g_ms);
+  if (reopening) {
+    char probe[4096];
+    snprintf(probe, sizeof probe, "%s/probe", dir);
+    printf("renumbered=%ld\n", reopen(probe, fds[files - 1] + 1, g_ms));
+  } else {
+    sink = work(g_ms);
+  }
   for (int i = 0; i < threads; ++i) pthread_join(tids[i], NULL);
 
   int kept = 0, written = 0, foreign = 0, status = 0;
