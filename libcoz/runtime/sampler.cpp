@@ -236,30 +236,30 @@ void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h,
   }
   record_sample(rt, t, regs, StackMemory::copy(regs.sp, data, std::min(size, dyn_size)), in_kernel);
 }
-/// Consumes one of thread `t`'s rings.
-void drain_one(Runtime& rt, ThreadState& t, PerfRing& ring) {
-  ring.drain(
+/// Consumes thread `t`'s ring; returns how many samples of its user time
+/// it found. Does nothing when another consumer holds the ring: its records
+/// are left to that one. The kernel-time sampler writes to the same ring
+/// (start_kernel_sampling); its samples are those taken in kernel mode.
+uint32_t drain_ring(Runtime& rt, ThreadState& t) {
+  if (t.draining.exchange(true, std::memory_order_acquire)) return 0;
+  uint32_t user_samples = 0;
+  t.ring.drain(
       [&](const perf_event_header& h) {
         if (h.type == PERF_RECORD_SAMPLE) {
-          handle_perf_sample(rt, t, h, &ring == &t.kernel_ring);
+          const bool in_kernel = (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+          user_samples += !in_kernel;
+          handle_perf_sample(rt, t, h, in_kernel);
         } else if (h.type == PERF_RECORD_LOST) {
           const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);  // u64 id; u64 lost
           rt.stats.lost.fetch_add(body[1], std::memory_order_relaxed);
-          if (&ring == &t.kernel_ring) rt.stats.lost_kernel.fetch_add(body[1], std::memory_order_relaxed);
+          if (t.kernel_event_id != 0 && body[0] == t.kernel_event_id) {
+            rt.stats.lost_kernel.fetch_add(body[1], std::memory_order_relaxed);
+          }
         }
       },
       t.scratch, sizeof t.scratch);
-}
-
-enum class Rings { All, KernelOnly };
-
-/// Consumes thread `t`'s rings. Does nothing when another consumer holds
-/// them: their records are left to that one.
-void drain_ring(Runtime& rt, ThreadState& t, Rings which = Rings::All) {
-  if (t.draining.exchange(true, std::memory_order_acquire)) return;
-  if (which == Rings::All) drain_one(rt, t, t.ring);
-  drain_one(rt, t, t.kernel_ring);
   t.draining.store(false, std::memory_order_release);
+  return user_samples;
 }
 
 /// After the thread's first sample (which came after a random phase, see
@@ -453,10 +453,11 @@ bool memlock_limited() {
 /// Ring pages per thread, sized to fit just under a power of two. A thread
 /// signalled per sample drains its ring at each one: room for 15 records
 /// rides out late signals and a hurried period (7 lost ~0.5% of the samples
-/// of short threads). Rings no signal drains (quiet runs, kernel time) hold
-/// 31. At 4 KiB of stack per sample, 64 and 128 KiB per thread. Under a
-/// locked-memory limit, 3 and 7 (16 and 32 KiB): with the larger rings, a
-/// user's ~9 MB ran out at 130 threads.
+/// of short threads). A ring that no signal drains all of (a quiet run's,
+/// or one that takes kernel-time samples too) holds 31. At 4 KiB of stack
+/// per sample, 64 or 128 KiB per thread. Under a locked-memory limit, 3 and
+/// 7 (16 and 32 KiB): with the larger rings, a user's ~9 MB ran out at 130
+/// threads (two rings per thread then).
 unsigned ring_data_pages(bool unsignalled) {
   if (memlock_limited()) return ring_pages_for(unsignalled ? 7 : 3);
   return ring_pages_for(unsignalled ? 31 : 15);
@@ -507,11 +508,13 @@ bool sample_signal_blocked(int tid) {
 std::atomic<int> g_signal_blocked_threads{0};
 std::atomic<bool> g_signal_blocked_warned{false};
 
-/// Bytes left in a signalled ring that say its signals may not be handled:
-/// the handler drains the ring at every sample, so more than one record
-/// waits there only when the signal cannot be delivered, or while the
-/// handler runs (at the shortest periods, it is sampled itself).
-constexpr uint64_t undelivered_bytes = 3 * Config::stack_sample_bytes;
+/// User-time samples waiting in a signalled thread's ring that say its
+/// signals may not be handled: the handler drains the ring at every sample,
+/// so more than one waits there only when the signal cannot be delivered,
+/// or while the handler runs (at the shortest periods, it is sampled
+/// itself). Where the ring also takes kernel-time samples, the profiler
+/// thread drains it and counts them; else it counts the bytes waiting.
+constexpr uint32_t undelivered_samples = 3;
 
 /// The wrappers keep the sample signal deliverable whatever mask the program
 /// sets through libc, but a thread can still block it with the raw
@@ -531,13 +534,15 @@ constexpr uint64_t undelivered_bytes = 3 * Config::stack_sample_bytes;
 /// handler run. CPU time, not wall time: a thread preempted as its handler
 /// began (the signal blocked, the flag not yet set) looked blocked for 10
 /// ms on a loaded machine.
-void watch_signal_delivery(Runtime& rt, ThreadState& t) {
+void watch_signal_delivery(Runtime& rt, ThreadState& t, uint32_t user_samples_drained) {
   constexpr uint64_t blocked_cpu_for_switch_ns = 5'000'000;
   bool was_blocked = t.signal_blocked.load(std::memory_order_relaxed);
   bool blocked = was_blocked;
   if (was_blocked) {
     blocked = sample_signal_blocked(t.tid);
-  } else if (t.ring.unread_bytes() >= undelivered_bytes && !t.in_sample_handler.load(std::memory_order_acquire)) {
+  } else if ((user_samples_drained >= undelivered_samples ||
+              t.ring.unread_bytes() >= undelivered_samples * Config::stack_sample_bytes) &&
+             !t.in_sample_handler.load(std::memory_order_acquire)) {
     uint32_t taken = t.signals_taken.load(std::memory_order_acquire);
     uint64_t cpu = sys::thread_cpu_ns(t.tid);
     bool still = t.blocked_seen_cpu_ns != 0 && t.blocked_seen_taken == taken;
@@ -596,27 +601,45 @@ bool install_sample_handler() {
 /// during experiments: nothing needs its samples sooner, and at the user
 /// samplers' faster period it cost the experiments more than the baselines
 /// (two_threads' no-effect line at 50%: -2.5% against -0.7% without it,
-/// interleaved runs). Its descriptor is closed as soon as it is enabled:
-/// nothing acts on it later (its period never changes; a thread's exit ends
-/// it), and the mapping keeps the event alive, so the thread costs the
-/// process one descriptor, not two.
-void start_kernel_sampling(ThreadState& t, perf_event_attr attr, uint64_t period) {
-  if (g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::Refused) return;
+/// interleaved runs).
+///
+/// The thread has one ring for both samplers: it is mapped on this one, and
+/// the user-time sampler (`user_fd`, not mapped yet) writes there too
+/// (PERF_EVENT_IOC_SET_OUTPUT, allowed between two events of one thread).
+/// A ring each cost every new thread two mappings, each allocated, zeroed,
+/// and unmapped at its exit with a TLB shootdown on every core: thread
+/// create + join of an empty thread went from ~28 us to ~175 us. The
+/// user-time sampler still signals alone: only an event's own overflow
+/// raises its descriptor's signal, and this one's descriptor asks for none.
+/// Returns its descriptor (disabled; start_sampling enables it after the
+/// other, then closes it: its mapping keeps it alive, so the thread costs
+/// the process one descriptor, not two), or -1 with the ring left unmapped.
+int start_kernel_sampling(ThreadState& t, perf_event_attr attr, uint64_t period, int user_fd) {
+  if (g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::Refused) return -1;
   attr.exclude_user = 1;
   attr.exclude_kernel = 0;
-  attr.disabled = 1;  // enabled once its ring is mapped
+  attr.disabled = 1;  // enabled once the user-time sampler is (start_sampling)
   attr.wakeup_events = 0;
   attr.sample_period = period;  // no random phase: kernel time is sampled from the thread's start
   long fd = perf_event_open(&attr);
   if (fd < 0) {
     g_kernel_sampling.store(KernelSampling::Refused, std::memory_order_relaxed);
-    return;
+    return -1;
   }
   const int kernel_fd = static_cast<int>(fd);
-  const bool mapped = map_ring(t.kernel_ring, kernel_fd, ring_data_pages(true));
-  if (mapped) ioctl(kernel_fd, PERF_EVENT_IOC_ENABLE, 0);
-  sys::raw_syscall6(SYS_close, kernel_fd);
-  g_kernel_sampling.store(mapped ? KernelSampling::On : KernelSampling::Refused, std::memory_order_relaxed);
+  uint64_t id = 0;
+  const bool shared = map_ring(t.ring, kernel_fd, ring_data_pages(true)) &&
+                      ioctl(user_fd, PERF_EVENT_IOC_SET_OUTPUT, kernel_fd) == 0 &&
+                      ioctl(kernel_fd, PERF_EVENT_IOC_ID, &id) == 0;
+  if (!shared) {
+    t.ring.unmap();
+    sys::raw_syscall6(SYS_close, kernel_fd);
+    g_kernel_sampling.store(KernelSampling::Refused, std::memory_order_relaxed);
+    return -1;
+  }
+  t.kernel_event_id = id;
+  g_kernel_sampling.store(KernelSampling::On, std::memory_order_relaxed);
+  return kernel_fd;
 }
 
 bool start_sampling(ThreadState& t, const Config& config) {
@@ -665,7 +688,10 @@ bool start_sampling(ThreadState& t, const Config& config) {
   // which one must be random too, or every thread would lose its last
   // rate - 1 samples on average (-10% for threads of 2-3 ms).
   t.short_period_samples = static_cast<uint32_t>(sys::monotonic_ns() >> 10);
-  if (!map_ring(t.ring, t.perf_fd, ring_data_pages(rt && rt->quiet_sampling))) {
+  const uint64_t kernel_period = unsignalled_period_ns(config);
+  g_unsignalled_weight.store(kernel_period / config.sample_period_ns, std::memory_order_relaxed);
+  const int kernel_fd = start_kernel_sampling(t, attr, kernel_period, t.perf_fd);
+  if (kernel_fd < 0 && !map_ring(t.ring, t.perf_fd, ring_data_pages(rt && rt->quiet_sampling))) {
     log::warn_once(g_perf_refused_warned,
                    "cannot map a perf_event ring buffer ({}): threads started from now on may not be sampled{}",
                    std::strerror(errno),
@@ -679,6 +705,7 @@ bool start_sampling(ThreadState& t, const Config& config) {
   if (fcntl(t.perf_fd, F_SETFL, O_ASYNC) != 0 || fcntl(t.perf_fd, F_SETSIG, sample_signal) != 0 ||
       fcntl(t.perf_fd, F_SETOWN_EX, &owner) != 0) {
     log::warn_once(g_perf_refused_warned, "cannot route perf_event signals to threads: {}", std::strerror(errno));
+    if (kernel_fd >= 0) sys::raw_syscall6(SYS_close, kernel_fd);
     stop_sampling(t);
     return false;
   }
@@ -686,11 +713,11 @@ bool start_sampling(ThreadState& t, const Config& config) {
   // Then the kernel-time sampler: enabling this one while the other was
   // already on took up to 107 ms of kernel time, 2 runs of scale in 22 (the
   // ioctl spun in event_function_call; kernel 6.18 in this virtual machine);
-  // never in 12 runs in this order. Its first samples may come after the
-  // thread's first signal: the ring is drained at the next.
-  const uint64_t kernel_period = unsignalled_period_ns(config);
-  g_unsignalled_weight.store(kernel_period / config.sample_period_ns, std::memory_order_relaxed);
-  start_kernel_sampling(t, attr, kernel_period);
+  // never in 12 runs in this order.
+  if (kernel_fd >= 0) {
+    ioctl(kernel_fd, PERF_EVENT_IOC_ENABLE, 0);
+    sys::raw_syscall6(SYS_close, kernel_fd);
+  }
   return true;
 }
 
@@ -708,13 +735,11 @@ void stop_sampling(ThreadState& t) {
   // Its last samples, since the last drain. The thread has left the thread
   // list, so the profiler thread cannot be draining it.
   if (Runtime* rt = runtime()) signal_safe::drain_ring(*rt, t);
-  for (PerfRing* ring : {&t.ring, &t.kernel_ring}) {
-    PerfRing::Mapping m = ring->release();
-    if (m.address) {
-      FutexGuard guard(g_retired_lock);
-      g_retired.push_back(m);
-    }
+  if (PerfRing::Mapping m = t.ring.release(); m.address) {
+    FutexGuard guard(g_retired_lock);
+    g_retired.push_back(m);
   }
+  t.kernel_event_id = 0;
   descriptors::close_own(t.perf_fd);  // an event lives on until its mapping is unmapped
   t.perf_fd = -1;
 }
@@ -756,12 +781,18 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period) {
 void drain_unsignalled_rings(Runtime& rt) {
   for_each_thread([&](ThreadState& t) {
     if (t.timer_mode || t.perf_fd < 0) return;
-    if (!rt.quiet_sampling) watch_signal_delivery(rt, t);
-    if (rt.quiet_sampling || t.signal_blocked.load(std::memory_order_relaxed)) {
-      signal_safe::drain_ring(rt, t, signal_safe::Rings::All);
-    } else if (kernel_sampling()) {
-      signal_safe::drain_ring(rt, t, signal_safe::Rings::KernelOnly);
+    if (rt.quiet_sampling) {
+      signal_safe::drain_ring(rt, t);
+      return;
     }
+    // A signalled thread's ring holds its kernel-time samples too: drained
+    // here, with any of its user-time samples whose signal has not been
+    // handled yet (watch_signal_delivery counts those).
+    uint32_t user_samples = 0;
+    if (t.signal_blocked.load(std::memory_order_relaxed) || kernel_sampling()) {
+      user_samples = signal_safe::drain_ring(rt, t);
+    }
+    watch_signal_delivery(rt, t, user_samples);
   });
 }
 
@@ -811,9 +842,9 @@ void forget_inherited_sampler(ThreadState& t) {
   t.timer_mode = false;  // POSIX timers are not inherited by a forked child
   t.signal_blocked.store(false, std::memory_order_relaxed);  // the new sampler signals until seen otherwise
   g_signal_blocked_threads.store(0, std::memory_order_relaxed);
-  t.kernel_ring.unmap();  // its descriptor was closed when it started
+  t.kernel_event_id = 0;
   if (t.perf_fd < 0) return;
-  t.ring.unmap();
+  t.ring.unmap();  // the kernel-time sampler's descriptor was closed when it started
   descriptors::close_own(t.perf_fd);
   t.perf_fd = -1;
 }

@@ -35,10 +35,10 @@ void hurry_next_sample(ThreadState& thread);
 /// the configured one). From the profiler thread, between experiments.
 uint64_t set_sample_period(Runtime& rt, uint64_t period);
 
-/// Consumes the rings that no signal drains, and counts their samples:
-/// every ring in a quiet run (Runtime::quiet_sampling: threads take no
-/// signal per sample), else the kernel-time rings and the rings of threads
-/// that block the sample signal, which it also finds (a thread can block it
+/// Consumes the rings that no signal drains (all of), and counts their
+/// samples: every ring in a quiet run (Runtime::quiet_sampling: threads take
+/// no signal per sample), else the rings that take kernel-time samples too
+/// and the rings of threads that block the sample signal, which it also finds (a thread can block it
 /// where the interposed calls cannot keep it deliverable: the raw
 /// rt_sigprocmask, or a long handler of its own whose sa_mask holds it).
 /// The profiler thread calls this often enough that no ring fills

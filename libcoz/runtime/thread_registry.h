@@ -44,16 +44,19 @@ struct ThreadState {
   // and the walks that find a wait's site (record_blocked).
   uintptr_t stack_low = 0, stack_high = 0;
   int breakpoint_fd[max_breakpoints] = {-1, -1, -1, -1};  // --progress/--latency counters
+  // The thread's one ring: its user-time samples, and those of its time in
+  // the kernel where the system allows them (sampler.cpp,
+  // start_kernel_sampling: that sampler writes here too, and never signals).
   PerfRing ring;
-  // Samples of the thread's time in the kernel (sampler.cpp,
-  // start_kernel_sampling): no signals; unmapped where the system refuses it.
-  PerfRing kernel_ring;
-  // The rings' one consumer at a time: the thread's sample handler, or the
+  // The kernel-time sampler's id (PERF_EVENT_IOC_ID): the ring's lost-record
+  // notices name the sampler that lost them. 0: none.
+  uint64_t kernel_event_id = 0;
+  // The ring's one consumer at a time: the thread's sample handler, or the
   // profiler thread (drain_unsignalled_rings). Guards scratch and unwind_frames too.
   std::atomic<bool> draining{false};
   // The thread blocks the sample signal where the runtime cannot unblock it
   // (sampler.cpp, watch_signal_delivery): its sampler raises no signal, and
-  // the profiler thread drains both its rings.
+  // the profiler thread drains its ring.
   std::atomic<bool> signal_blocked{false};
   // The thread's sample handler is running (it blocks the signal meanwhile),
   // and how many times it ran; the thread's CPU time when the profiler
