@@ -52,6 +52,9 @@ Config Config::from_environment(std::vector<std::string>& errors) {
   if (const char* v = env("COZ_PROGRESS_LINES")) c.progress_lines = split_lines(v);
   if (const char* v = env("COZ_LATENCY_LINES")) c.latency_lines = split_lines(v);
   if (const char* v = env("COZ_DEBUG_ROOT")) c.debug_root = v;
+  if (const char* v = env("COZ_CONTROL")) c.control_path = v;
+  read_number("COZ_RUN_PID", c.run_pid, 1, 1 << 22, errors);
+  if (const char* v = env("COZ_STATUS")) c.status_line = std::string_view{v} == "1";
   read_number("COZ_FIXED_SPEEDUP", c.fixed_speedup_percent, 0, 100, errors);
   if (const char* v = env("COZ_GRANULARITY")) {
     std::string_view g{v};

@@ -33,6 +33,23 @@ size_t ExperimentScheduler::choose_line(const std::vector<uint64_t>& samples_per
   return no_line;  // not reached
 }
 
+bool ExperimentScheduler::aim_next() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < aimed_share; }
+
+size_t ExperimentScheduler::choose_weighted(const std::vector<double>& weights) {
+  double total = 0;
+  for (double w : weights) total += std::max(w, 0.0);
+  if (!(total > 0)) return no_line;
+  double pick = std::uniform_real_distribution<double>(0.0, total)(rng_);
+  size_t last = no_line;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (!(weights[i] > 0)) continue;
+    last = i;
+    if (pick < weights[i]) return i;
+    pick -= weights[i];
+  }
+  return last;  // rounding left a sliver past the end
+}
+
 uint64_t ExperimentScheduler::choose_length(const std::vector<VisitRate>& rates) const {
   double needed_ns = static_cast<double>(config_.experiment_min_ns);
   for (const auto& r : rates) {

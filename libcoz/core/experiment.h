@@ -27,6 +27,7 @@ struct ExperimentResult {
   uint64_t duration_ns = 0;   // wall time minus inserted pauses
   uint64_t selected_samples = 0;
   int pid = 0;                // the process that ran it (0: not written)
+  uint64_t end_ns = 0;        // when it ended, ns after the process's profiler started (0: not written)
   std::vector<PointResult> points;
 };
 
@@ -55,6 +56,15 @@ class ExperimentScheduler {
   /// samples. no_line when the window holds none.
   static constexpr size_t no_line = static_cast<size_t>(-1);
   size_t choose_line(const std::vector<uint64_t>& samples_per_line);
+
+  /// Whether the next experiment goes where the monitor aims it
+  /// (control.h), with probability aimed_share; the others stay chosen by
+  /// samples, so every sampled line keeps its chance, and the estimates
+  /// their unaimed experiments (docs/settling.md).
+  static constexpr double aimed_share = 0.75;
+  bool aim_next();
+  /// An index chosen in proportion to `weights`; no_line when all are 0.
+  size_t choose_weighted(const std::vector<double>& weights);
 
   /// Delay inserted per selected sample at this speedup, for samples taken
   /// every `period_ns` of thread CPU time.

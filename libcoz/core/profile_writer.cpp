@@ -101,6 +101,7 @@ std::string ProfileWriter::format_experiment(const ExperimentResult& e) {
   std::string out = fmt::format("experiment\tselected={}\tspeedup={:.2f}\tduration={}\tselected-samples={}",
                                 clean(e.selected), e.speedup, e.duration_ns, e.selected_samples);
   if (e.pid > 0) out += fmt::format("\tpid={}", e.pid);
+  if (e.end_ns > 0) out += fmt::format("\tend={}", e.end_ns);
   out += '\n';
   for (const auto& p : e.points) {
     if (!p.latency) {
@@ -170,6 +171,10 @@ void ProfileWriter::write_experiment(const ExperimentResult& e) { append(format_
 
 void ProfileWriter::write_samples(const std::vector<Samples>& samples) {
   append(format_samples(samples));
+}
+
+void ProfileWriter::write_experiments_stopped(const std::string& reason, uint64_t end_ns) {
+  append(fmt::format("experiments-stopped\treason={}\tend={}\n", clean(reason), end_ns));
 }
 
 void ProfileWriter::write_runtime(uint64_t ns) { append(fmt::format("runtime\ttime={}\n", ns)); }

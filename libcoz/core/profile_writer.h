@@ -64,6 +64,9 @@ class ProfileWriter {
   };
   void write_samples(const std::vector<Samples>& samples);
   void write_runtime(uint64_t ns);
+  /// The run's experiments stopped before the program ended (`coz run
+  /// --until-settled`): why, and when, in ns after the process's start.
+  void write_experiments_stopped(const std::string& reason, uint64_t end_ns);
   /// How the process's samples were attributed (a `sampling` record, once at exit).
   struct SamplingTotals {
     uint64_t samples = 0;

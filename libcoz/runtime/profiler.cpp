@@ -5,7 +5,10 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "descriptors.h"
 #include "log.h"
 #include "real.h"
 #include "reentrancy.h"
@@ -68,6 +71,11 @@ Profiler::Profiler(Runtime& rt)
 }
 
 bool Profiler::start() {
+  if (!rt_.config.control_path.empty()) {
+    int fd = open_control_file(rt_.config.control_path.c_str());
+    if (fd >= 0) control_fd_ = descriptors::adopt(fd);
+    else log::debug("cannot open the control file {}: experiments go by samples alone", rt_.config.control_path);
+  }
   // The thread must not take the program's signals, nor our sample signal.
   // Set on the new thread alone: blocking them in the calling thread
   // meanwhile looked like a program that blocks the sample signal
@@ -175,6 +183,11 @@ void Profiler::shutdown_from_signal(uint64_t timeout_ns) {
 void Profiler::run() {
   const Config& c = rt_.config;
   while (!stopping_.load(std::memory_order_acquire)) {
+    read_control();
+    if (!control_.stop.empty()) {
+      stop_experiments();
+      return;
+    }
     SourceLine* line = c.fixed_line.empty() ? wait_for_line() : wait_for_fixed_line();
     if (!line) return;  // stopping
     double speedup = scheduler_.choose_speedup();
@@ -267,9 +280,63 @@ SourceLine* Profiler::choose_line() {
   std::vector<uint64_t> fresh(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) fresh[i] = lines[i].samples.load(std::memory_order_relaxed) - choice_base_[i];
   apply_two_phase(fresh);
+  if (!control_.aim.empty() && scheduler_.aim_next()) {
+    if (SourceLine* unit = choose_aimed_unit()) return unit;
+  }
   size_t chosen = scheduler_.choose_line(fresh);
   // A line is chosen in proportion to its samples, so a function unit is in proportion to all of its lines'.
   return chosen == ExperimentScheduler::no_line ? nullptr : lines[chosen].experiment_unit();
+}
+
+void Profiler::read_control() {
+  if (control_fd_ < 0) return;
+  std::optional<Control> read = coz::read_control(control_fd_);
+  if (!read) return;  // not a whole control file: the last one read stays in force
+  if (read->aim != control_.aim) aim_resolved_ = false;
+  control_ = std::move(*read);
+}
+
+SourceLine* Profiler::choose_aimed_unit() {
+  auto& lines = rt_.lines.lines();
+  if (!aim_resolved_ || aim_lines_ != lines.size() || aim_grouped_ != two_phase_grouped_) {
+    // Names are built once per change of the aim or of the line map, not per choice.
+    std::unordered_map<std::string, double> wanted;
+    for (const Control::Aim& a : control_.aim) wanted[a.unit] = a.weight;
+    std::unordered_set<SourceLine*> seen;
+    aim_units_.clear();
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (!two_phase_lines_.empty() && (i >= two_phase_lines_.size() || !two_phase_lines_[i])) continue;
+      SourceLine* unit = lines[i].experiment_unit();
+      if (!unit || !seen.insert(unit).second) continue;
+      if (auto it = wanted.find(unit->name()); it != wanted.end()) aim_units_.emplace_back(unit, it->second);
+    }
+    aim_resolved_ = true;
+    aim_lines_ = lines.size();
+    aim_grouped_ = two_phase_grouped_;
+  }
+  std::vector<double> weights;
+  for (const auto& [unit, weight] : aim_units_) weights.push_back(weight);
+  size_t chosen = scheduler_.choose_weighted(weights);
+  return chosen == ExperimentScheduler::no_line ? nullptr : aim_units_[chosen].first;
+}
+
+void Profiler::stop_experiments() {
+  log::info("experiments stopped ({}): the profile is complete; the program runs on", control_.stop);
+  {
+    FutexGuard guard(lock_);
+    if (stopping_.load(std::memory_order_acquire)) return;
+    rt_.writer.write_experiments_stopped(control_.stop, sys::monotonic_ns() - rt_.start_ns);
+  }
+  while (sleep_unless_stopping(rt_.config.idle_wake_ns, false)) {
+  }
+}
+
+void Profiler::end_monitor() {
+  if (control_fd_ < 0 || rt_.config.run_pid != sys::getpid()) return;
+  update_control(control_fd_, [](Control& c) { c.ended = true; });
+  // The monitor prints nothing once `ended` is set: the line can go now,
+  // before the shell's prompt comes back.
+  if (rt_.config.status_line && isatty(STDERR_FILENO)) sys::write(STDERR_FILENO, "\r\033[K", 4);
 }
 
 void Profiler::apply_two_phase(std::vector<uint64_t>& fresh) {
@@ -394,6 +461,7 @@ bool Profiler::end(ExperimentResult& result) {
   result.duration_ns = wall > paused ? wall - paused : 0;
   result.selected_samples = rt_.experiment.selected_samples.load(std::memory_order_relaxed);
   result.pid = sys::getpid();
+  result.end_ns = now - rt_.start_ns;
   rt_.points.for_each([&](ProgressPoint& p) {
     PointResult r;
     r.name = p.name;
@@ -512,6 +580,7 @@ void Profiler::shutdown() {
   write_new_samples();
   rt_.writer.write_sampling(sampling_totals(rt_));
   rt_.writer.write_runtime(sys::monotonic_ns() - rt_.start_ns);
+  end_monitor();
   if (shutdown_requested_.load(std::memory_order_acquire) && signal_report_) signal_report_();
   shut_down_.store(true, std::memory_order_release);
 }

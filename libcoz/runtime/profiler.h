@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "control.h"
 #include "experiment.h"
 #include "two_phase.h"
 #include "runtime.h"
@@ -55,6 +56,18 @@ class Profiler {
   /// winners' lines. Caller holds the line map's lock.
   void apply_two_phase(std::vector<uint64_t>& fresh);
   SourceLine* wait_for_fixed_line();
+  /// Reads the monitor's control file (control.h), if the run has one:
+  /// where to aim, and whether to stop experimenting.
+  void read_control();
+  /// A unit the monitor aims at, chosen by its weight; nullptr when none of
+  /// its units is among this process's lines. Caller holds the line map's lock.
+  SourceLine* choose_aimed_unit();
+  /// After the monitor said stop: writes why, then only keeps the samples
+  /// coming until the program ends. Returns when shutdown began.
+  void stop_experiments();
+  /// At the run's end, in its first process: tells the monitor, and clears
+  /// its status line from the terminal (docs/settling.md).
+  void end_monitor();
   /// Every program thread has exited, or a terminating signal is ending the process.
   bool program_gone();
   /// The main thread left without exit() and no other program thread is
@@ -102,6 +115,15 @@ class Profiler {
   TwoPhase two_phase_;
   bool two_phase_grouped_ = false;    // the line map is grouped by function (first phase)
   std::vector<bool> two_phase_lines_;  // second phase: which lines (by index) the winners hold; empty: all
+  // The monitor's control file (control.h): -1 when the run has none.
+  int control_fd_ = -1;
+  Control control_;
+  // control_.aim resolved to this process's units, for the line map as it
+  // was (its size, and whether grouped by function) when resolved.
+  std::vector<std::pair<SourceLine*, double>> aim_units_;
+  bool aim_resolved_ = false;
+  size_t aim_lines_ = 0;
+  bool aim_grouped_ = false;
 };
 
 }  // namespace coz

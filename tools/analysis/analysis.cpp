@@ -354,6 +354,7 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
   result.options = options;
   result.experiments = profile.experiments.size();
   result.runtime_ns = profile.runtime_ns;
+  result.experiments_stopped = profile.experiments_stopped;
   result.warnings = profile.warning_places;
   result.profile = conventional_profile(profile);
   if (profile.sampling.processes > 0) result.sampling = profile.sampling;
@@ -387,6 +388,11 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
     }
   }
   return result;
+}
+
+double seconds_per_experiment(const Analysis& analysis) {
+  if (analysis.experiments == 0 || analysis.runtime_ns == 0) return undefined;
+  return static_cast<double>(analysis.runtime_ns) / 1e9 / static_cast<double>(analysis.experiments);
 }
 
 }  // namespace coz::analysis

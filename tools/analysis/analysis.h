@@ -180,6 +180,7 @@ struct Analysis {
   uint64_t experiments = 0;
   uint64_t total_samples = 0;
   uint64_t runtime_ns = 0;
+  std::vector<std::string> experiments_stopped;  // Profile::experiments_stopped
   std::vector<PointSummary> points;  // every progress point seen, by name then kind
   std::vector<Stability> stability;  // points order; points with measured effects only
   ConventionalProfile profile;
@@ -188,6 +189,10 @@ struct Analysis {
 };
 
 Analysis analyze(const Profile& profile, const AnalysisOptions& options = {});
+
+/// Seconds of run time per experiment in the profile (runtime / experiments),
+/// the pace at which more experiments would come; NaN when unknown.
+double seconds_per_experiment(const Analysis& analysis);
 
 /// For `FILE:FUNCTION`, an experiment unit of `coz run --granularity function`
 /// with no `samples` record of its own: the longest FUNCTION that some

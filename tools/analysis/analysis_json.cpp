@@ -287,6 +287,7 @@ void analysis_json(Json& j, const Analysis& a) {
   j.newline(2);
   settings(j, a.options);
   j.newline(2).field("experiments", a.experiments).field("runtime_ns", a.runtime_ns);
+  j.newline(2).array("experiments_stopped", a.experiments_stopped, 4, [&](const std::string& r) { j.string(r); });
   j.field("total_samples", a.total_samples);
   j.newline(2).key("sampling");
   if (a.sampling) {

@@ -133,6 +133,7 @@ std::optional<Experiment> parse_experiment(Fields& f) {
   e.speedup = f.real("speedup");
   e.duration_ns = f.count("duration");
   e.selected_samples = f.count("selected-samples");
+  e.end_ns = f.lenient_count("end").value_or(0);
   if (f.ok() && !(e.speedup >= 0.0 && e.speedup <= 1.0)) {
     f.fail(fmt::format("speedup {} outside [0, 1]", e.speedup));
   }
@@ -243,6 +244,9 @@ struct Reader {
         b.time_ns = saturating_add(b.time_ns, time);
         b.count = saturating_add(b.count, count);
       }
+    } else if (t == "experiments-stopped") {
+      std::string reason = f.text("reason");
+      if (f.ok()) profile.experiments_stopped.push_back(reason);
     } else if (t == "runtime") {
       uint64_t time = f.count("time");
       if (f.ok()) profile.runtime_ns = saturating_add(profile.runtime_ns, time);
@@ -369,6 +373,8 @@ void merge_profile(Profile& into, Profile&& from) {
     total.count = saturating_add(total.count, b.count);
   });
   into.runtime_ns = saturating_add(into.runtime_ns, from.runtime_ns);
+  into.experiments_stopped.insert(into.experiments_stopped.end(), from.experiments_stopped.begin(),
+                                  from.experiments_stopped.end());
   into.sampling.processes = saturating_add(into.sampling.processes, from.sampling.processes);
   into.sampling.samples = saturating_add(into.sampling.samples, from.sampling.samples);
   into.sampling.in_scope = saturating_add(into.sampling.in_scope, from.sampling.in_scope);

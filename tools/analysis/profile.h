@@ -29,6 +29,7 @@ struct Experiment {
   double speedup = 0.0;  // 0..1
   uint64_t duration_ns = 0;  // effective duration (pauses already subtracted)
   uint64_t selected_samples = 0;
+  uint64_t end_ns = 0;   // when it ended, ns after its process's start (`end=`); 0 when the file has none
   std::vector<ThroughputMeasurement> throughput;
   std::vector<LatencyMeasurement> latency;
 };
@@ -78,6 +79,9 @@ struct Profile {
   std::map<std::string, uint64_t> stacks;   // raw `frames` ("a.cpp:1;b.cpp:2") -> samples
   std::map<std::pair<std::string, std::string>, BlockedTime> blocked;  // (site, kind) -> sums
   uint64_t runtime_ns = 0;                  // summed over processes/runs
+  // Why experiments stopped before a process ended (`experiments-stopped`
+  // records: "settled", "max-time"), one per record.
+  std::vector<std::string> experiments_stopped;
   SamplingTotals sampling;
   std::vector<std::string> warnings;        // "file:line: what was wrong" for each skipped line
   std::vector<WarningPlace> warning_places;  // parallel to warnings

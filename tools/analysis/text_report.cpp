@@ -344,6 +344,44 @@ class Writer {
     out_ << '\n';
   }
 
+  // "the 2 undecided lines: ~40 more experiments, ~25 s at this run's pace"
+  // (docs/settling.md), and why the experiments stopped early, if they did.
+  void open_lines_time(const std::string& point, PointKind kind, size_t undecided) {
+    if (undecided > 0) {
+      uint64_t needed = 0;
+      for (const LineEffect& e : a_.effects) {
+        if (e.point == point && e.kind == kind && e.label == Label::Undecided) {
+          needed += std::min<uint64_t>(e.experiments_needed.value_or(0), 10'000);
+        }
+      }
+      const double pace = seconds_per_experiment(a_);
+      std::string time = std::isfinite(pace) ? fmt::format(", ~{} at this run's pace", duration(needed * pace)) : "";
+      out_ << paint(wrap(fmt::format("to settle the {}: ~{} more experiments{} (coz run --until-settled "
+                                     "stops when the top lines are settled)",
+                                     undecided == 1 ? std::string("undecided line") : fmt::format("{} undecided lines", undecided),
+                                     compact_count(needed), time),
+                         width_),
+                    ansi::dim)
+           << '\n';
+    }
+    if (!a_.experiments_stopped.empty()) {
+      const std::string& why = a_.experiments_stopped.front();
+      out_ << paint(wrap(why == "settled" ? "experiments stopped once the top lines were settled (coz run --until-settled)"
+                                          : fmt::format("experiments stopped early ({})", why == "max-time" ? "coz run --max-time" : why),
+                         width_),
+                    ansi::dim)
+           << '\n';
+    }
+  }
+
+  /// "42 s", "3 min", "1.5 h".
+  static std::string duration(double seconds) {
+    if (seconds < 1) return "<1 s";
+    if (seconds < 90) return fmt::format("{:.0f} s", seconds);
+    if (seconds < 5400) return fmt::format("{:.0f} min", seconds / 60);
+    return fmt::format("{:.1f} h", seconds / 3600);
+  }
+
   // "settled: 2 speed up, ... of 212 lines tested" and the split-half agreement.
   void verdict_summary(const std::string& point, PointKind kind) {
     auto summary = std::find_if(a_.points.begin(), a_.points.end(),
@@ -368,6 +406,7 @@ class Writer {
                        width_),
                   ansi::dim)
          << '\n';
+    open_lines_time(point, kind, counts[3]);
     for (const Stability& s : a_.stability) {
       if (s.name != point || s.kind != kind) continue;
       std::string text = fmt::format("top {} agree between the two halves of the run: {} of {}", s.top, s.agree,

@@ -11,7 +11,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -22,6 +24,7 @@
 
 #include "file_line.h"
 #include "line_map.h"
+#include "monitor.h"
 #include "path_search.h"
 #include "scope.h"
 #include <fmt/core.h>
@@ -200,6 +203,38 @@ void warn_if_runtime_cannot_load(const std::string& program) {
   }
 }
 
+/// "90s", "2min", "1h", "500ms" or a bare number of seconds -> ns.
+std::optional<uint64_t> parse_duration(const std::string& text) {
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !(value > 0)) return std::nullopt;
+  std::string unit(end);
+  double scale;
+  if (unit.empty() || unit == "s") scale = 1e9;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "min" || unit == "m") scale = 60e9;
+  else if (unit == "h") scale = 3600e9;
+  else return std::nullopt;
+  double ns = value * scale;
+  if (ns < 1e6 || ns > 1e9 * 86400 * 365) return std::nullopt;
+  return static_cast<uint64_t>(ns);
+}
+
+/// "INT", "SIGTERM", "term" or a number -> the signal; nullopt if none.
+std::optional<int> parse_signal(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (text.rfind("SIG", 0) == 0) text = text.substr(3);
+  static const std::pair<const char*, int> names[] = {{"INT", SIGINT},   {"TERM", SIGTERM}, {"HUP", SIGHUP},
+                                                      {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
+  for (const auto& [name, number] : names) {
+    if (text == name) return number;
+  }
+  char* end = nullptr;
+  long n = std::strtol(text.c_str(), &end, 10);
+  if (end != text.c_str() && *end == '\0' && n > 0 && n < NSIG) return static_cast<int>(n);
+  return std::nullopt;
+}
+
 std::string join_lines(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) {
@@ -241,6 +276,15 @@ int run_main(int argc, char** argv) {
        "inlined callees included; fewer candidates settle sooner). auto: in a program with many sampled lines, "
        "functions first, then the lines of the functions that matter")
       ("period", po::value<std::string>(), "sampling period in thread CPU time, e.g. 1ms, 500us (default 1ms)")
+      ("quiet,q", "no status line while the program runs")
+      ("until-settled", "stop the experiments (not the program) once the top lines of every progress point are "
+       "settled; the profile is complete from then on")
+      ("top", po::value<size_t>(), "how many top lines --until-settled waits for, per progress point (default 3)")
+      ("max-time", po::value<std::string>(), "stop the experiments after this long, e.g. 90s, 5min (settled or not)")
+      ("stop-signal", po::value<std::string>(), "also send the program this signal (INT, TERM...) as the "
+       "experiments stop (--until-settled, --max-time)")
+      ("allocation", po::value<std::string>(), "aimed (default): after a warm-up, experiments go mostly to the "
+       "lines that decide the answer; samples: always in proportion to samples, as Coz does")
       ("verbose,v", "print what the runtime does");
 
   po::variables_map vm;
@@ -318,6 +362,44 @@ int run_main(int argc, char** argv) {
     setenv("COZ_SAMPLE_PERIOD_NS", std::to_string(*ns).c_str(), 1);
   }
   if (vm.count("verbose")) setenv("COZ_VERBOSE", "1", 1);
+
+  MonitorOptions monitor;
+  monitor.profile_path = output;
+  monitor.status = !vm.count("quiet") && isatty(STDERR_FILENO);
+  monitor.until_settled = vm.count("until-settled") > 0;
+  if (vm.count("top")) {
+    monitor.top = vm["top"].as<size_t>();
+    if (monitor.top == 0) return fail("--top 0: expected 1 or more lines");
+  }
+  if (vm.count("max-time")) {
+    auto ns = parse_duration(vm["max-time"].as<std::string>());
+    if (!ns) return fail(fmt::format("--max-time {}: expected a duration, e.g. 90s, 5min", vm["max-time"].as<std::string>()));
+    monitor.max_time_ns = *ns;
+  }
+  if (vm.count("stop-signal")) {
+    auto sig = parse_signal(vm["stop-signal"].as<std::string>());
+    if (!sig) return fail(fmt::format("--stop-signal {}: expected a signal, e.g. INT or TERM", vm["stop-signal"].as<std::string>()));
+    if (!monitor.until_settled && !monitor.max_time_ns) return fail("--stop-signal needs --until-settled or --max-time");
+    monitor.stop_signal = *sig;
+  }
+  if (vm.count("allocation")) {
+    const auto& a = vm["allocation"].as<std::string>();
+    if (a != "aimed" && a != "samples") return fail(fmt::format("--allocation {}: expected aimed or samples", a));
+    monitor.aim = a == "aimed";
+  }
+  if (vm.count("end-to-end") && (monitor.until_settled || monitor.max_time_ns)) {
+    return fail("--end-to-end runs one experiment for the whole run: --until-settled and --max-time do not apply");
+  }
+  if (monitor.aim && (vm.count("fixed-line") || vm.count("end-to-end"))) monitor.aim = false;  // nothing to aim
+  if (monitor.status || monitor.aim || monitor.until_settled || monitor.max_time_ns) {
+    if (start_monitor(monitor, error)) {
+      setenv("COZ_CONTROL", monitor.control_path.c_str(), 1);
+      setenv("COZ_RUN_PID", std::to_string(getpid()).c_str(), 1);
+      if (monitor.status) setenv("COZ_STATUS", "1", 1);
+    } else {
+      fmt::print(stderr, "coz run: warning: {}: no status line, experiments by samples alone\n", error);
+    }
+  }
 
   warn_if_runtime_cannot_load(*program);
   std::string preload = *runtime;

@@ -1,0 +1,117 @@
+#include "settling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "verdicts.h"
+
+namespace coz::analysis {
+namespace {
+
+/// One blocking line counts at most this many experiments toward the time
+/// left: past it, the line is practically never settled at this noise.
+constexpr uint64_t max_counted_experiments = 10'000;
+
+/// Weights of aim_weights, by a unit's part in settling the answer.
+constexpr double blocking_weight = 1.0;
+constexpr double open_weight = 0.25;
+constexpr double settled_weight = 0.05;
+
+/// The experiments a line without a verdict still needs, as far as known.
+uint64_t needed(const LineEffect& e) {
+  if (e.experiments_needed) return std::min(*e.experiments_needed, max_counted_experiments);
+  uint64_t measured = e.measured_experiments;
+  return measured < min_settle_experiments ? min_settle_experiments - measured : 1;
+}
+
+/// The effects of each point, in the report's order (Analysis::effects is ranked).
+std::map<std::pair<std::string, PointKind>, std::vector<const LineEffect*>> by_point(const Analysis& a) {
+  std::map<std::pair<std::string, PointKind>, std::vector<const LineEffect*>> points;
+  for (const PointSummary& p : a.points) points[{p.name, p.kind}];
+  for (const LineEffect& e : a.effects) points[{e.point, e.kind}].push_back(&e);
+  return points;
+}
+
+PointSettling settle_point(const std::string& name, PointKind kind, const std::vector<const LineEffect*>& ranked,
+                           size_t top) {
+  PointSettling p;
+  p.point = name;
+  p.kind = kind;
+  for (const LineEffect* e : ranked) {
+    if (settled_label(e->label)) ++p.settled;
+    else if (e->label != Label::Unmeasured) ++p.open;
+  }
+  if (ranked.empty()) return p;
+  const LineEffect& leader = *ranked.front();
+  p.leader = leader.line;
+  p.leader_label = leader.label;
+  p.leader_impact = leader.impact;
+  p.leader_half_width = (leader.impact_high - leader.impact_low) / 2.0;
+
+  const size_t n = std::min(top, ranked.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (!settled_label(ranked[i]->label)) p.blocking.push_back(ranked[i]->line);
+  }
+  // A line still undecided after enough experiments could yet outrank the
+  // N-th: a discovery above its bound, or any real speed-up when the N-th
+  // is "no effect" or a slow-down. Thinner lines do not hold the answer
+  // back (they would hold it forever in a program with many lines).
+  const LineEffect& last = *ranked[n - 1];
+  const double cut = last.label == Label::Positive ? last.adjusted_low : settle_half_width;
+  for (size_t i = n; i < ranked.size(); ++i) {
+    const LineEffect& e = *ranked[i];
+    if (e.label == Label::Undecided && e.measured_experiments >= min_settle_experiments && e.impact_high > cut) {
+      p.blocking.push_back(e.line);
+    }
+  }
+  for (const std::string& line : p.blocking) {
+    for (const LineEffect* e : ranked) {
+      if (e->line == line) p.experiments_to_settle += needed(*e);
+    }
+  }
+  p.top_settled = p.blocking.empty();
+  return p;
+}
+
+}  // namespace
+
+bool settled_label(Label label) {
+  return label == Label::Positive || label == Label::Negative || label == Label::NoEffect;
+}
+
+Settling settle_state(const Analysis& analysis, size_t top) {
+  Settling s;
+  top = std::max<size_t>(top, 1);
+  bool any_measured = false;
+  s.settled = true;
+  for (const auto& [key, ranked] : by_point(analysis)) {
+    PointSettling p = settle_point(key.first, key.second, ranked, top);
+    any_measured = any_measured || !ranked.empty();
+    s.settled = s.settled && p.top_settled && !ranked.empty();
+    s.experiments_to_settle += p.experiments_to_settle;
+    s.points.push_back(std::move(p));
+  }
+  s.settled = s.settled && any_measured;
+  return s;
+}
+
+std::vector<AimWeight> aim_weights(const Analysis& analysis, size_t top) {
+  const Settling state = settle_state(analysis, top);
+  std::map<std::string, double> weights;  // a unit's largest over the points
+  for (const PointSettling& p : state.points) {
+    for (const std::string& line : p.blocking) weights[line] = blocking_weight;
+  }
+  for (const LineEffect& e : analysis.effects) {
+    double base = settled_label(e.label) ? settled_weight : open_weight;
+    double& w = weights[e.line];
+    w = std::max(w, base);
+  }
+  std::map<std::string, double> share;
+  for (const LineEffect& e : analysis.effects) share[e.line] = std::max(share[e.line], e.sample_share);
+  std::vector<AimWeight> out;
+  for (const auto& [unit, w] : weights) out.push_back({unit, w * (0.1 + share[unit])});
+  return out;
+}
+
+}  // namespace coz::analysis

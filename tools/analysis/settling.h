@@ -1,0 +1,57 @@
+// How settled a profile's answer is, and where the next experiments should
+// go to settle it (docs/settling.md): what `coz run`'s status line shows,
+// what `--until-settled` waits for, and the weights the monitor aims the
+// runtime's experiments with.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis.h"
+
+namespace coz::analysis {
+
+/// The top lines `--until-settled` waits for, per progress point, by default.
+constexpr size_t default_settle_top = 3;
+
+/// Whether a label is a verdict: speeds up, slows down, or no effect.
+bool settled_label(Label label);
+
+/// One progress point's state.
+struct PointSettling {
+  std::string point;
+  PointKind kind = PointKind::Throughput;
+  // The first line of the report's ranking for the point (empty: none measured).
+  std::string leader;
+  Label leader_label = Label::Unmeasured;
+  double leader_impact = 0.0;
+  double leader_half_width = 0.0;  // NaN without an interval
+  size_t settled = 0;  // lines with a verdict
+  size_t open = 0;     // measured lines without one yet
+  // Lines that keep the top N from being settled: a top-N line without a
+  // verdict, or an undecided line whose interval reaches past the N-th's.
+  std::vector<std::string> blocking;
+  uint64_t experiments_to_settle = 0;  // summed over `blocking` (each capped)
+  bool top_settled = false;
+};
+
+struct Settling {
+  std::vector<PointSettling> points;
+  bool settled = false;  // some point measured, and every point's top N settled
+  uint64_t experiments_to_settle = 0;
+};
+
+Settling settle_state(const Analysis& analysis, size_t top = default_settle_top);
+
+/// An experiment unit and how much the next experiments should go to it.
+struct AimWeight {
+  std::string unit;
+  double weight = 0.0;
+};
+/// Weights for every unit the analysis measured: blocking units most,
+/// other open units less, settled ones little; each times (0.1 + its share
+/// of the samples), so open units with many samples come first.
+std::vector<AimWeight> aim_weights(const Analysis& analysis, size_t top = default_settle_top);
+
+}  // namespace coz::analysis
