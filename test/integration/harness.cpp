@@ -364,7 +364,7 @@ namespace {
 // Every record type the format defines (docs/profile-format.md), ours and Coz's.
 const std::set<std::string> kKnownRecords = {"startup", "process",  "experiment", "throughput-point",
                                              "progress-point", "latency-point", "samples", "runtime",
-                                             "stack", "blocked", "sampling"};
+                                             "stack", "blocked", "sampling", "experiments-stopped"};
 
 }  // namespace
 

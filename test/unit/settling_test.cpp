@@ -1,0 +1,250 @@
+// Tests of settling.h (when an answer is settled, where experiments are
+// aimed) and control.h (the file that carries the aim to the runtimes),
+// with a simulation of whole runs: known effects, experiments aimed as the
+// monitor aims them, estimates checked for bias (docs/settling.md).
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analysis.h"
+#include "config.h"
+#include "control.h"
+#include "experiment.h"
+#include "profile.h"
+#include "settling.h"
+
+namespace coz::analysis {
+namespace {
+
+constexpr uint64_t ms = 1'000'000;  // ns
+
+// --- control file ---
+
+TEST(Control, FormatsAndParsesBack) {
+  Control c;
+  c.stop = "settled";
+  c.aim = {{"/src/a.c:12", 0.8}, {"/src/b.c:main", 0.05}};
+  c.ended = true;
+  std::optional<Control> back = parse_control(format_control(c));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, c);
+}
+
+TEST(Control, RejectsWhatIsNotAWholeFile) {
+  const std::string whole = format_control(Control{"", {{"/src/a.c:12", 0.8}}, false});
+  EXPECT_TRUE(parse_control(whole));
+  EXPECT_FALSE(parse_control(whole.substr(0, whole.size() - 4)));  // cut before "end"
+  EXPECT_FALSE(parse_control(""));
+  EXPECT_FALSE(parse_control("coz-control 2\nend\n"));
+  EXPECT_FALSE(parse_control(whole + "aim\tunit=x\tweight=1\n"));  // after "end"
+}
+
+TEST(Control, SkipsBadAimsAndUnknownRecords) {
+  auto c = parse_control("coz-control 1\naim\tunit=a.c:1\tweight=x\naim\tunit=a.c:2\tweight=-1\n"
+                         "later\tthing=1\naim\tunit=a.c:3\tweight=2\nend\n");
+  ASSERT_TRUE(c);
+  ASSERT_EQ(c->aim.size(), 1u);
+  EXPECT_EQ(c->aim[0].unit, "a.c:3");
+}
+
+TEST(Control, FileIsReadWrittenAndUpdatedInPlace) {
+  char path[] = "/tmp/coz-control-test-XXXXXX";
+  int made = mkstemp(path);
+  ASSERT_GE(made, 0);
+  close(made);
+  int fd = open_control_file(path);
+  ASSERT_GE(fd, 0);
+  EXPECT_FALSE(read_control(fd));  // empty: not a control file yet
+  ASSERT_TRUE(write_control(fd, Control{"", {{"a.c:1", 1.0}}, false}));
+  auto after = update_control(fd, [](Control& c) { c.ended = true; });
+  ASSERT_TRUE(after);
+  EXPECT_TRUE(after->ended);
+  auto read = read_control(fd);
+  ASSERT_TRUE(read);
+  EXPECT_TRUE(read->ended);
+  ASSERT_EQ(read->aim.size(), 1u);  // the update kept the rest
+  close(fd);
+  unlink(path);
+}
+
+// --- a simulated program: line -> true effect, as in docs/analysis.md ---
+
+struct TrueLine {
+  std::string name;
+  double slope;         // program speedup = slope x line speedup
+  double sample_share;  // of the conventional profile
+};
+
+/// Runs experiments as the runtime does (speedups: 25% at 0, else 5%
+/// steps), each 100 ms on a program with a 0.2 ms period, Poisson visits;
+/// lines by samples, or aimed as the monitor aims them after its warm-up.
+class SimulatedRun {
+ public:
+  SimulatedRun(std::vector<TrueLine> lines, uint64_t seed) : lines_(std::move(lines)), rng_(seed) {
+    for (const TrueLine& l : lines_) profile_.samples[l.name].count = static_cast<uint64_t>(l.sample_share * 10'000);
+  }
+
+  void run(size_t experiments, bool aimed) {
+    Config config;
+    ExperimentScheduler scheduler(config, rng_());
+    std::vector<AimWeight> aim;
+    for (size_t i = 0; i < experiments; ++i) {
+      if (aimed && i >= 20 && i % 10 == 0) aim = aim_weights(analyze(profile_));
+      size_t line = by_samples();
+      if (aimed && !aim.empty() && scheduler.aim_next()) {
+        std::vector<double> weights;
+        for (const AimWeight& w : aim) weights.push_back(w.weight);
+        size_t chosen = scheduler.choose_weighted(weights);
+        if (chosen != ExperimentScheduler::no_line) line = index_of(aim[chosen].unit);
+      }
+      experiment(line, scheduler.choose_speedup());
+    }
+  }
+
+  const Profile& profile() const { return profile_; }
+  size_t experiments_on(const std::string& name) const {
+    size_t n = 0;
+    for (const Experiment& e : profile_.experiments) n += e.selected == name;
+    return n;
+  }
+
+ private:
+  size_t by_samples() {
+    std::vector<double> shares;
+    for (const TrueLine& l : lines_) shares.push_back(l.sample_share);
+    return std::discrete_distribution<size_t>(shares.begin(), shares.end())(rng_);
+  }
+  size_t index_of(const std::string& name) const {
+    for (size_t i = 0; i < lines_.size(); ++i) {
+      if (lines_[i].name == name) return i;
+    }
+    return 0;
+  }
+  void experiment(size_t line, double speedup) {
+    const double period_ns = 2e5 * (1.0 - lines_[line].slope * speedup);
+    const uint64_t duration = 100 * ms;
+    const double mean_visits = static_cast<double>(duration) / period_ns;
+    Experiment e;
+    e.selected = lines_[line].name;
+    e.speedup = speedup;
+    e.duration_ns = duration;
+    e.throughput.push_back({"p", std::poisson_distribution<uint64_t>(mean_visits)(rng_)});
+    profile_.experiments.push_back(e);
+  }
+
+  std::vector<TrueLine> lines_;
+  std::mt19937_64 rng_;
+  Profile profile_;
+};
+
+const LineEffect* effect_of(const Analysis& a, const std::string& line) {
+  for (const LineEffect& e : a.effects) {
+    if (e.line == line && e.point == "p") return &e;
+  }
+  return nullptr;
+}
+
+// --- settling ---
+
+TEST(Settling, SettledOnceTheTopLinesHaveVerdicts) {
+  // A clear bottleneck and a line without effect, both measured at length.
+  SimulatedRun run({{"a.c:1", 0.6, 0.5}, {"a.c:2", 0.0, 0.5}}, 1);
+  run.run(300, false);
+  Settling s = settle_state(analyze(run.profile()), 2);
+  ASSERT_EQ(s.points.size(), 1u);
+  EXPECT_EQ(s.points[0].leader, "a.c:1");
+  EXPECT_TRUE(s.points[0].top_settled) << s.points[0].blocking.size() << " blocking";
+  EXPECT_TRUE(s.settled);
+  EXPECT_EQ(s.experiments_to_settle, 0u);
+}
+
+TEST(Settling, NotSettledWhileATopLineIsOpen) {
+  SimulatedRun run({{"a.c:1", 0.6, 0.5}, {"a.c:2", 0.0, 0.5}}, 2);
+  run.run(12, false);  // too few for any verdict
+  Settling s = settle_state(analyze(run.profile()), 2);
+  EXPECT_FALSE(s.settled);
+  ASSERT_EQ(s.points.size(), 1u);
+  EXPECT_FALSE(s.points[0].blocking.empty());
+  EXPECT_GT(s.experiments_to_settle, 0u);
+}
+
+TEST(Settling, NothingMeasuredIsNotSettled) {
+  EXPECT_FALSE(settle_state(analyze(Profile{}), 3).settled);
+}
+
+// --- aim ---
+
+TEST(Aim, AnOpenLineWithManySamplesGetsMoreExperimentsThanASettledOne) {
+  // a.c:1 settled (a clear +60% effect, many experiments); a.c:2 open (an
+  // effect of a few percent, few experiments); the same share of samples.
+  SimulatedRun settled_part({{"a.c:1", 0.6, 0.45}, {"a.c:2", 0.04, 0.45}, {"a.c:3", 0.0, 0.1}}, 3);
+  settled_part.run(60, false);
+  Analysis a = analyze(settled_part.profile());
+  const LineEffect* s = effect_of(a, "a.c:1");
+  const LineEffect* o = effect_of(a, "a.c:2");
+  ASSERT_TRUE(s && o);
+  ASSERT_TRUE(settled_label(s->label)) << to_string(s->label);
+  ASSERT_FALSE(settled_label(o->label)) << to_string(o->label);
+
+  std::vector<AimWeight> aim = aim_weights(a);
+  std::vector<double> weights;
+  for (const AimWeight& w : aim) weights.push_back(w.weight);
+  Config config;
+  ExperimentScheduler scheduler(config, 42);
+  std::map<std::string, int> chosen;
+  for (int i = 0; i < 10'000; ++i) ++chosen[aim[scheduler.choose_weighted(weights)].unit];
+  EXPECT_GT(chosen["a.c:2"], 5 * chosen["a.c:1"]) << chosen["a.c:2"] << " against " << chosen["a.c:1"];
+}
+
+TEST(Aim, WeightedChoiceFollowsTheWeights) {
+  Config config;
+  ExperimentScheduler scheduler(config, 7);
+  std::vector<double> weights = {0.0, 1.0, 3.0};
+  int counts[3] = {};
+  for (int i = 0; i < 40'000; ++i) ++counts[scheduler.choose_weighted(weights)];
+  EXPECT_EQ(counts[0], 0);
+  EXPECT_NEAR(counts[2] / static_cast<double>(counts[1]), 3.0, 0.2);
+  EXPECT_EQ(scheduler.choose_weighted({0.0, 0.0}), ExperimentScheduler::no_line);
+}
+
+// Adaptive allocation leaves the estimates unbiased: over many simulated
+// runs, each line's mean slope error is within the noise of that mean, and
+// the 95% intervals cover the truth about as often as they say.
+TEST(Aim, EstimatesStayUnbiasedUnderAimedAllocation) {
+  const std::vector<TrueLine> lines = {{"a.c:1", 0.5, 0.4}, {"a.c:2", 0.0, 0.3}, {"a.c:3", 0.15, 0.3}};
+  constexpr int runs = 40;
+  std::map<std::string, std::vector<double>> errors;
+  std::map<std::string, int> covered;
+  for (int r = 0; r < runs; ++r) {
+    SimulatedRun run(lines, 1000 + r);
+    run.run(150, true);
+    Analysis a = analyze(run.profile());
+    for (const TrueLine& l : lines) {
+      const LineEffect* e = effect_of(a, l.name);
+      ASSERT_TRUE(e && e->measured) << l.name;
+      errors[l.name].push_back(e->slope - l.slope);
+      covered[l.name] += e->slope_low <= l.slope && l.slope <= e->slope_high;
+    }
+  }
+  for (const TrueLine& l : lines) {
+    const std::vector<double>& err = errors[l.name];
+    double mean = 0, sq = 0;
+    for (double x : err) mean += x;
+    mean /= err.size();
+    for (double x : err) sq += (x - mean) * (x - mean);
+    double se_of_mean = std::sqrt(sq / (err.size() - 1)) / std::sqrt(static_cast<double>(err.size()));
+    EXPECT_LT(std::abs(mean), 3.5 * se_of_mean + 0.002) << l.name << ": mean error " << mean;
+    EXPECT_GE(covered[l.name], runs * 80 / 100) << l.name << ": interval covered the truth " << covered[l.name] << " of " << runs;
+  }
+}
+
+}  // namespace
+}  // namespace coz::analysis
