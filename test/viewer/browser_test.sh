@@ -53,6 +53,21 @@ grep -q 'class="axis-label"[^>]*>Program speedup</text>' "$dom" || fail "plots h
 # Measured lines (the band above): each point says how many lines settled and how stable its top lines are.
 grep -q 'class="settled"[^>]*>settled: [0-9]* speed up, ' "$dom" || fail "no per-point verdict summary (settled: ...)"
 grep -q '>top [0-9]* agree between halves: [0-9]* of [0-9]*' "$dom" || fail "no split-half stability per point"
+# A point with undecided lines says how many more experiments they need, and with a run time how long at its pace;
+# so does an undecided line's card.
+pace=""
+if grep -q '^runtime' "${profiles[@]}"; then pace=", [^<]* at this run's pace"; fi
+if grep -q 'class="settled"[^>]*>settled: [^<]*, [1-9][0-9,]* undecided of ' "$dom"; then
+  grep -q "class=\"to-settle\"[^>]*>to settle the [^<]*: ~[0-9,]* more experiments$pace (coz run --until-settled " "$dom" ||
+    fail "no \"to settle the undecided lines: ~N more experiments, ~T at this run's pace\" under a point with undecided lines"
+fi
+if [ -n "$pace" ] && grep -q '<span>to decide</span>' "$dom"; then
+  grep -q '<span>to decide</span><b[^>]*>~[0-9,]* more exps ([^<)]*)</b>' "$dom" || fail "no time at this run's pace in an undecided card's \"to decide\""
+fi
+if grep -q '^experiments-stopped.*reason=settled' "${profiles[@]}"; then
+  grep -q 'class="stopped"[^>]*>experiments stopped once the top lines were settled (coz run --until-settled)<' "$dom" ||
+    fail "the page does not say the experiments stopped once the top lines were settled"
+fi
 # (The page's own script holds the messages too: look at rendered elements only.)
 grep -q '<section id="empty-message" hidden="">' "$dom" || fail "the page says the profile is empty"
 for p in "${profiles[@]}"; do

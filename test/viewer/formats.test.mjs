@@ -17,6 +17,7 @@ import {
   parseStackFrame,
   readProfile,
   samplingCoverage,
+  secondsPerExperiment,
   topCallees,
   upperQuantileApprox,
 } from "../../viewer/dist/node/analysis.mjs";
@@ -265,4 +266,27 @@ test("the flame graph skips empty and malformed frames, keeps callee frames", ()
   const root = flameTree([{ frames: ["m.c:1", "", " [libc.so.6]", "memcpy [libc.so.6]"], count: 2, share: 1 }]);
   assert.deepEqual(root.children.map((n) => n.name), ["m.c:1"]);
   assert.deepEqual(root.children[0].children.map((n) => n.name), ["memcpy [libc.so.6]"]);
+});
+
+test("experiments-stopped records are kept in order and merged; a bad one is warned about", () => {
+  const p = read("experiments-stopped\treason=settled\tend=12000000000\nexperiments-stopped\tend=5\nruntime\ttime=20000000000\n");
+  assert.deepEqual(p.experimentsStopped, ["settled"]);
+  assert.deepEqual(p.warnings.map(formatWarning), ["t.coz:2: experiments-stopped record: missing reason=, skipped"]);
+  const merged = emptyProfile();
+  mergeProfile(merged, p);
+  mergeProfile(merged, read('{"type":"experiments-stopped","reason":"max-time","end":7}\n', "b.coz"));
+  const a = analyze(merged);
+  assert.deepEqual(a.experiments_stopped, ["settled", "max-time"]);
+  assert.deepEqual(analyze(read("runtime\ttime=5\n")).experiments_stopped, []);
+  // The end= of an experiment is read past (docs/profile-format.md: readers may ignore it).
+  const e = read("experiment\tselected=a.c:1\tspeedup=0.10\tduration=5\tselected-samples=1\tend=99\n");
+  assert.deepEqual(e.warnings, []);
+  assert.equal(e.experiments.length, 1);
+});
+
+test("seconds per experiment: the run's pace, null without experiments or run time", () => {
+  const a = analyze(undecided());
+  assert.equal(secondsPerExperiment(a), 30 / 691);
+  assert.equal(secondsPerExperiment(analyze(read("runtime\ttime=5\n"))), null);
+  assert.equal(secondsPerExperiment(analyze(read("experiment\tselected=a.c:1\tspeedup=0\tduration=5\tselected-samples=1\n"))), null);
 });

@@ -11,6 +11,7 @@ import {
   minSettleExperiments,
   PointSummary,
   samplingCoverage,
+  secondsPerExperiment,
   settleHalfWidth,
   z95,
 } from "./analysis/analysis";
@@ -18,7 +19,7 @@ import { Callee, flameTree, parseStackFrame, splitLocation } from "./analysis/co
 import { emptyProfile, formatWarning, mergeProfile, Profile, readProfile } from "./analysis/profile";
 import { clear, h } from "./ui/dom";
 import { renderFlame } from "./ui/flame";
-import { count, duration, pct, share, shortFunction, shortLocation } from "./ui/format";
+import { count, duration, pct, aboutSeconds, share, shortFunction, shortLocation } from "./ui/format";
 import { renderPlot } from "./ui/plot";
 
 interface LoadedFile {
@@ -34,6 +35,7 @@ const tableRows = 100; // rows per conventional table before "show all"
 const hotShare = 0.05; // a line with this share of samples is "hot"
 const mostlyInCallee = 0.5; // a callee with this share of a line's stack samples is shown (as in `coz report`)
 const lowCoverage = 0.5; // below this share of CPU time attributed to lines, the verdicts speak for a minority (as in `coz report`)
+const maxNeededCounted = 10000; // experiments counted per undecided line in "to settle" (as in `coz report`): one hopeless line must not swamp the sum
 const fdr = `${falseDiscoveryRate * 100}%`; // the false discovery rate, as text
 
 const state = {
@@ -194,7 +196,8 @@ function emptyReason(a: Analysis): HTMLElement | null {
   else if (a.points.length === 0) what = `This profile holds ${count(a.experiments)} experiments but no progress point was recorded in any of them.`;
   else if (a.points.every((p) => p.baseline_ns === null)) what = "No experiment at 0% speedup reached a progress point, so there is no baseline to compare against.";
   else what = "No line was measured at a non-zero speedup with visits to a progress point.";
-  return h("div", { class: "notice" }, h("h2", {}, "Nothing to rank yet"), h("p", {}, what), h("p", {}, "What to do:"), todo);
+  const stopped = experimentsStopped(a);
+  return h("div", { class: "notice" }, h("h2", {}, "Nothing to rank yet"), h("p", {}, what), stopped ? h("p", {}, `The ${stopped.textContent}.`) : null, h("p", {}, "What to do:"), todo);
 }
 
 function renderHeader() {
@@ -314,8 +317,43 @@ function pointVerdicts(a: Analysis, p: PointSummary): HTMLElement | null {
     { class: "stat point-stat", "data-point": p.name },
     h("div", { class: "label", title: `progress point ${p.name} (${p.kind})` }, `${p.kind === "latency" ? "latency · " : ""}${shortLocation(p.name).short}`),
     settled,
+    toSettle(a, mine),
+    p.tested > 0 ? experimentsStopped(a) : null,
     stable,
   );
+}
+
+/** "to settle the 2 undecided lines: ~40 more experiments, ~25 s at this run's pace" (docs/settling.md); null without undecided lines. */
+function toSettle(a: Analysis, mine: LineEffect[]): HTMLElement | null {
+  const open = mine.filter((e) => e.label === "undecided");
+  if (open.length === 0) return null;
+  const needed = open.reduce((n, e) => n + Math.min(e.experiments_needed ?? 0, maxNeededCounted), 0);
+  const pace = secondsPerExperiment(a);
+  const time = pace !== null ? `, ${aboutSeconds(needed * pace)} at this run's pace` : "";
+  const lines = open.length === 1 ? "the undecided line" : `the ${count(open.length)} undecided lines`;
+  const title =
+    `The experiments each undecided line still needs for a verdict (at most ${count(maxNeededCounted)} counted per line)` +
+    (pace !== null ? `, at this run's pace: ${count(a.experiments)} experiments in ${duration(a.runtime_ns)}` : "") +
+    ". coz run --until-settled aims the experiments at the lines that decide the answer and stops them once the top lines are settled.";
+  return h(
+    "div",
+    { class: "to-settle", title },
+    `to settle ${lines}: ~${count(needed)} more experiments${time} (coz run --until-settled stops when the top lines are settled)`,
+  );
+}
+
+/** Why the experiments stopped before the program ended, as `coz report` says it; null when they did not. */
+function experimentsStopped(a: Analysis): HTMLElement | null {
+  if (a.experiments_stopped.length === 0) return null;
+  const why = a.experiments_stopped[0];
+  const settled = why === "settled";
+  const text = settled
+    ? "experiments stopped once the top lines were settled (coz run --until-settled)"
+    : `experiments stopped early (${why === "max-time" ? "coz run --max-time" : why})`;
+  const title = settled
+    ? "coz run --until-settled stopped the experiments once the top lines of every progress point were settled; no experiment followed."
+    : "The experiments stopped before the program ended, settled or not; no experiment followed.";
+  return h("div", { class: "stopped", title }, text);
 }
 
 const pointKey = (e: { kind: string; point?: string; name?: string }) => `${e.kind}:${e.point ?? e.name}`;
@@ -481,8 +519,20 @@ function intervals(e: LineEffect, p: PointSummary | undefined): HTMLElement[] {
 
 function card(e: LineEffect, rank: number, p: PointSummary | undefined): HTMLElement {
   const { short, dir } = shortLocation(e.line);
+  const pace = state.analysis ? secondsPerExperiment(state.analysis) : null;
   const needed =
-    e.label === "undecided" && e.experiments_needed !== null ? h("div", { class: "metric" }, h("span", {}, "to decide"), h("b", {}, `~${count(e.experiments_needed)} more exps`)) : null;
+    e.label === "undecided" && e.experiments_needed !== null
+      ? h(
+          "div",
+          { class: "metric" },
+          h("span", {}, "to decide"),
+          h(
+            "b",
+            { title: pace !== null ? "the experiments this line still needs for a verdict, and the time they would take at this run's pace" : undefined },
+            `~${count(e.experiments_needed)} more exps` + (pace !== null ? ` (${aboutSeconds(e.experiments_needed * pace)})` : ""),
+          ),
+        )
+      : null;
   const plot = h("div", { class: "plot" });
   effectsByCard.set(plot, e);
   plotObserver!.observe(plot);

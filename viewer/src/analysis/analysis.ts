@@ -109,6 +109,7 @@ export interface Analysis {
   };
   experiments: number;
   runtime_ns: number;
+  experiments_stopped: string[]; // why experiments stopped before a process ended ("settled", "max-time"), one per record
   total_samples: number;
   sampling: SamplingSummary | null; // from `sampling` records; null in older files
   points: PointSummary[];
@@ -122,6 +123,12 @@ export interface AnalysisOptions {
   baseline?: BaselineMode;
   point?: string;
   minExperiments?: number;
+}
+
+/** Seconds of run time per experiment (runtime / experiments): the pace at which more experiments would come; null when unknown. */
+export function secondsPerExperiment(a: Analysis): number | null {
+  if (a.experiments === 0 || a.runtime_ns === 0) return null;
+  return a.runtime_ns / 1e9 / a.experiments;
 }
 
 /** Coverage (§1): the share of the program's CPU time that became samples attributed to a line; null when unknown. */
@@ -441,6 +448,7 @@ export function analyze(profile: Profile, options: AnalysisOptions = {}): Analys
     },
     experiments: profile.experiments.length,
     runtime_ns: profile.runtimeNs,
+    experiments_stopped: [...profile.experimentsStopped],
     total_samples: totalSamples,
     sampling: samplingSummary(profile.sampling),
     points,

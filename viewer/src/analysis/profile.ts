@@ -52,6 +52,9 @@ export interface Profile {
   stacks: Map<string, number>; // frames (outermost first, ';'-separated) -> samples
   blocked: Map<string, BlockedTime>; // site + kind -> totals
   runtimeNs: number;
+  // Why experiments stopped before a process ended (`experiments-stopped`
+  // records: "settled", "max-time"), one per record, in file order.
+  experimentsStopped: string[];
   sampling: SamplingTotals;
   sources: string[]; // names of the files read
   warnings: Array<{ file: string; line: number; message: string }>; // line 0: the whole file
@@ -71,6 +74,7 @@ export function emptyProfile(): Profile {
     stacks: new Map(),
     blocked: new Map(),
     runtimeNs: 0,
+    experimentsStopped: [],
     sampling: { processes: 0, samples: 0, in_scope: 0, lost: 0, timed: 0, attributed_ns: 0, cpu_time_ns: 0 },
     sources: [],
     warnings: [],
@@ -283,6 +287,9 @@ class Reader {
         const fn = f.optionalText("function");
         if (fn !== undefined) p.functions.set(location, fn);
       }
+    } else if (t === "experiments-stopped") {
+      const reason = f.text("reason");
+      if (f.ok) p.experimentsStopped.push(reason);
     } else if (t === "runtime") {
       const time = f.count("time");
       if (f.ok) p.runtimeNs = saturatingAdd(p.runtimeNs, time);
@@ -365,6 +372,7 @@ export function mergeProfile(into: Profile, one: Profile): void {
     into.blocked.set(k, t);
   }
   into.runtimeNs = saturatingAdd(into.runtimeNs, one.runtimeNs);
+  into.experimentsStopped.push(...one.experimentsStopped);
   addSampling(into.sampling, one.sampling);
   into.sources.push(...one.sources);
   for (const w of one.warnings) warn(into, w.file, w.line, w.message);

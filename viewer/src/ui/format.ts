@@ -25,6 +25,14 @@ export function duration(ns: number | null | undefined): string {
   return `${Math.round(ns)} ns`;
 }
 
+/** A rough time to come, as `coz report` says it: "<1 s", "~42 s", "~3 min", "~1.5 h". */
+export function aboutSeconds(seconds: number): string {
+  if (seconds < 1) return "<1 s";
+  if (seconds < 90) return `~${seconds.toFixed(0)} s`;
+  if (seconds < 5400) return `~${(seconds / 60).toFixed(0)} min`;
+  return `~${(seconds / 3600).toFixed(1)} h`;
+}
+
 export function count(n: number): string {
   return n.toLocaleString("en-US");
 }
