@@ -4,26 +4,17 @@
 #include <cmath>
 #include <map>
 
+#include <fmt/core.h>
+
 #include "verdicts.h"
 
 namespace coz::analysis {
 namespace {
 
-/// One blocking line counts at most this many experiments toward the time
-/// left: past it, the line is practically never settled at this noise.
-constexpr uint64_t max_counted_experiments = 10'000;
-
 /// Weights of aim_weights, by a unit's part in settling the answer.
 constexpr double blocking_weight = 1.0;
 constexpr double open_weight = 0.25;
 constexpr double settled_weight = 0.05;
-
-/// The experiments a line without a verdict still needs, as far as known.
-uint64_t needed(const LineEffect& e) {
-  if (e.experiments_needed) return std::min(*e.experiments_needed, max_counted_experiments);
-  uint64_t measured = e.measured_experiments;
-  return measured < min_settle_experiments ? min_settle_experiments - measured : 1;
-}
 
 /// The effects of each point, in the report's order (Analysis::effects is ranked).
 std::map<std::pair<std::string, PointKind>, std::vector<const LineEffect*>> by_point(const Analysis& a) {
@@ -49,9 +40,13 @@ PointSettling settle_point(const std::string& name, PointKind kind, const std::v
   p.leader_impact = leader.impact;
   p.leader_half_width = (leader.impact_high - leader.impact_low) / 2.0;
 
+  auto block = [&](const LineEffect& e) {
+    p.blocking.push_back(e.line);
+    p.experiments_to_settle += experiments_to_settle(e);
+  };
   const size_t n = std::min(top, ranked.size());
   for (size_t i = 0; i < n; ++i) {
-    if (!settled_label(ranked[i]->label)) p.blocking.push_back(ranked[i]->line);
+    if (!settled_label(ranked[i]->label)) block(*ranked[i]);
   }
   // A line still undecided after enough experiments could yet outrank the
   // N-th: a discovery above its bound, or any real speed-up when the N-th
@@ -62,12 +57,7 @@ PointSettling settle_point(const std::string& name, PointKind kind, const std::v
   for (size_t i = n; i < ranked.size(); ++i) {
     const LineEffect& e = *ranked[i];
     if (e.label == Label::Undecided && e.measured_experiments >= min_settle_experiments && e.impact_high > cut) {
-      p.blocking.push_back(e.line);
-    }
-  }
-  for (const std::string& line : p.blocking) {
-    for (const LineEffect* e : ranked) {
-      if (e->line == line) p.experiments_to_settle += needed(*e);
+      block(e);
     }
   }
   p.top_settled = p.blocking.empty();
@@ -78,6 +68,20 @@ PointSettling settle_point(const std::string& name, PointKind kind, const std::v
 
 bool settled_label(Label label) {
   return label == Label::Positive || label == Label::Negative || label == Label::NoEffect;
+}
+
+uint64_t experiments_to_settle(const LineEffect& e) {
+  if (e.experiments_needed) return std::min(*e.experiments_needed, max_counted_experiments);
+  uint64_t measured = e.measured_experiments;
+  return measured < min_settle_experiments ? min_settle_experiments - measured : 1;
+}
+
+std::string format_settle_time(double seconds) {
+  if (!(seconds >= 0)) return "?";
+  if (seconds < 1) return "<1 s";
+  if (seconds < 90) return fmt::format("{:.0f} s", seconds);
+  if (seconds < 5400) return fmt::format("{:.0f} min", seconds / 60);
+  return fmt::format("{:.1f} h", seconds / 3600);
 }
 
 Settling settle_state(const Analysis& analysis, size_t top) {

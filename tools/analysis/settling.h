@@ -18,6 +18,16 @@ constexpr size_t default_settle_top = 3;
 /// Whether a label is a verdict: speeds up, slows down, or no effect.
 bool settled_label(Label label);
 
+/// One open line counts at most this many experiments toward a time left:
+/// past it, the line is practically never settled at this noise.
+constexpr uint64_t max_counted_experiments = 10'000;
+/// The experiments a line without a verdict still needs, as far as known
+/// (section 7's experiments_needed, at most max_counted_experiments).
+uint64_t experiments_to_settle(const LineEffect& e);
+/// A time left to settle: "<1 s", "42 s", "3 min", "1.5 h" (the viewer's
+/// aboutSeconds is the same).
+std::string format_settle_time(double seconds);
+
 /// One progress point's state.
 struct PointSettling {
   std::string point;

@@ -10,6 +10,7 @@
 // its own table (at the end).
 #include "text_report.h"
 
+#include "settling.h"
 #include "verdicts.h"
 
 #include <algorithm>
@@ -351,11 +352,11 @@ class Writer {
       uint64_t needed = 0;
       for (const LineEffect& e : a_.effects) {
         if (e.point == point && e.kind == kind && e.label == Label::Undecided) {
-          needed += std::min<uint64_t>(e.experiments_needed.value_or(0), 10'000);
+          needed += experiments_to_settle(e);
         }
       }
       const double pace = seconds_per_experiment(a_);
-      std::string time = std::isfinite(pace) ? fmt::format(", ~{} at this run's pace", duration(needed * pace)) : "";
+      std::string time = std::isfinite(pace) ? fmt::format(", ~{} at this run's pace", format_settle_time(needed * pace)) : "";
       out_ << paint(wrap(fmt::format("to settle the {}: ~{} more experiments{} (coz run --until-settled "
                                      "stops when the top lines are settled)",
                                      undecided == 1 ? std::string("undecided line") : fmt::format("{} undecided lines", undecided),
@@ -372,14 +373,6 @@ class Writer {
                     ansi::dim)
            << '\n';
     }
-  }
-
-  /// "42 s", "3 min", "1.5 h".
-  static std::string duration(double seconds) {
-    if (seconds < 1) return "<1 s";
-    if (seconds < 90) return fmt::format("{:.0f} s", seconds);
-    if (seconds < 5400) return fmt::format("{:.0f} min", seconds / 60);
-    return fmt::format("{:.1f} h", seconds / 3600);
   }
 
   // "settled: 2 speed up, ... of 212 lines tested" and the split-half agreement.

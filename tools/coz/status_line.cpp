@@ -28,15 +28,6 @@ std::string leader(const analysis::PointSettling& p) {
 
 }  // namespace
 
-std::string format_duration(double seconds) {
-  if (!(seconds >= 0)) return "?";
-  if (seconds < 1) return "<1 s";
-  auto s = static_cast<uint64_t>(std::llround(seconds));
-  if (s < 60) return fmt::format("{} s", s);
-  if (s < 3600) return s % 60 ? fmt::format("{} min {} s", s / 60, s % 60) : fmt::format("{} min", s / 60);
-  return fmt::format("{} h {} min", s / 3600, s / 60 % 60);
-}
-
 std::string format_status(const StatusInput& in, size_t width) {
   std::string text = fmt::format("coz {} | {} exps", clock(in.elapsed_ns), in.run_experiments);
   if (in.state) {
@@ -53,7 +44,7 @@ std::string format_status(const StatusInput& in, size_t width) {
     } else if (in.state->settled) {
       text += fmt::format(" | top {} settled", in.top);
     } else if (in.seconds_left) {
-      text += fmt::format(" | ~{} left", format_duration(*in.seconds_left));
+      text += fmt::format(" | ~{} left", analysis::format_settle_time(*in.seconds_left));
     }
   }
   if (text.size() > width && width > 3) {

@@ -23,7 +23,4 @@ struct StatusInput {
 /// The status text, at most `width` columns (no escape sequences).
 std::string format_status(const StatusInput& in, size_t width);
 
-/// "42 s", "3 min 5 s", "1 h 4 min".
-std::string format_duration(double seconds);
-
 }  // namespace coz::cli
