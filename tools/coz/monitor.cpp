@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +25,7 @@
 #include "profile.h"
 #include "settling.h"
 #include "status_line.h"
+#include "sys.h"
 
 namespace coz::cli {
 namespace {
@@ -35,12 +35,6 @@ constexpr int tick_ms = 1000;
 /// Experiments of this run before any is aimed: the first ones go by
 /// samples, as Coz's do, so every line with samples gets a first look.
 constexpr uint64_t warm_up_experiments = 20;
-
-uint64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 bool is_point_record(std::string_view line) {
   for (std::string_view type : {"throughput-point\t", "latency-point\t", "progress-point\t"}) {
@@ -144,7 +138,7 @@ struct Monitor {
     follower.follow(profile);
     analysis::Analysis a = analysis::analyze(profile);
     analysis::Settling state = analysis::settle_state(a, options.top);
-    const uint64_t now = monotonic_ns(), elapsed = now - start_ns;
+    const uint64_t now = sys::monotonic_ns(), elapsed = now - start_ns;
     const uint64_t run_experiments = profile.experiments.size() - experiments_before;
 
     std::string stop_now;
@@ -272,7 +266,7 @@ bool start_monitor(MonitorOptions& options, std::string& error) {
     m.pidfd = pidfd;
     m.tty = options.status ? 2 : -1;
     keep_only(m.tty, m.pidfd);
-    m.start_ns = monotonic_ns();
+    m.start_ns = sys::monotonic_ns();
     m.run();
   }
   if (pidfd >= 0) close(pidfd);
