@@ -16,8 +16,10 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -86,21 +88,25 @@ std::optional<std::string> find_runtime() {
   return std::nullopt;
 }
 
-/// "1ms", "250us", "500000ns", "0.5ms" or a bare number of milliseconds -> ns.
-std::optional<uint64_t> parse_period(const std::string& text) {
+/// A positive number followed by one of `units` (a bare number takes the
+/// unit named ""), in ns, within [min_ns, max_ns]; nullopt otherwise.
+std::optional<uint64_t> parse_time(const std::string& text, std::initializer_list<std::pair<std::string_view, double>> units,
+                                   double min_ns, double max_ns) {
   char* end = nullptr;
   double value = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || value <= 0) return std::nullopt;
-  std::string unit(end);
-  double scale;
-  if (unit.empty() || unit == "ms") scale = 1e6;
-  else if (unit == "us") scale = 1e3;
-  else if (unit == "ns") scale = 1;
-  else if (unit == "s") scale = 1e9;
-  else return std::nullopt;
-  double ns = value * scale;
-  if (ns < 1e4 || ns > 1e9) return std::nullopt;  // 10 us .. 1 s
-  return static_cast<uint64_t>(ns);
+  if (end == text.c_str() || !(value > 0)) return std::nullopt;
+  for (const auto& [unit, ns_per_unit] : units) {
+    if (unit != std::string_view(end)) continue;
+    double ns = value * ns_per_unit;
+    if (ns < min_ns || ns > max_ns) return std::nullopt;
+    return static_cast<uint64_t>(ns);
+  }
+  return std::nullopt;
+}
+
+/// "1ms", "250us", "500000ns", "0.5ms" or a bare number of milliseconds -> ns; 10 us .. 1 s.
+std::optional<uint64_t> parse_period(const std::string& text) {
+  return parse_time(text, {{"", 1e6}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}, {"s", 1e9}}, 1e4, 1e9);
 }
 
 /// The output must be a writable regular file, or creatable; checked
@@ -203,21 +209,10 @@ void warn_if_runtime_cannot_load(const std::string& program) {
   }
 }
 
-/// "90s", "2min", "1h", "500ms" or a bare number of seconds -> ns.
+/// "90s", "2min", "1h", "500ms" or a bare number of seconds -> ns; 1 ms .. a year.
 std::optional<uint64_t> parse_duration(const std::string& text) {
-  char* end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !(value > 0)) return std::nullopt;
-  std::string unit(end);
-  double scale;
-  if (unit.empty() || unit == "s") scale = 1e9;
-  else if (unit == "ms") scale = 1e6;
-  else if (unit == "min" || unit == "m") scale = 60e9;
-  else if (unit == "h") scale = 3600e9;
-  else return std::nullopt;
-  double ns = value * scale;
-  if (ns < 1e6 || ns > 1e9 * 86400 * 365) return std::nullopt;
-  return static_cast<uint64_t>(ns);
+  return parse_time(text, {{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"min", 60e9}, {"m", 60e9}, {"h", 3600e9}}, 1e6,
+                    1e9 * 86400 * 365);
 }
 
 /// "INT", "SIGTERM", "term" or a number -> the signal; nullopt if none.
