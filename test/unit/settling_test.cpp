@@ -97,7 +97,10 @@ class SimulatedRun {
     ExperimentScheduler scheduler(config, rng_());
     std::vector<AimWeight> aim;
     for (size_t i = 0; i < experiments; ++i) {
-      if (aimed && i >= 20 && i % 10 == 0) aim = aim_weights(analyze(profile_));
+      if (aimed && i >= 20 && i % 10 == 0) {
+        Analysis a = analyze(profile_);
+        aim = aim_weights(a, settle_state(a));
+      }
       size_t line = by_samples();
       if (aimed && !aim.empty() && scheduler.aim_next()) {
         std::vector<double> weights;
@@ -194,7 +197,7 @@ TEST(Aim, AnOpenLineWithManySamplesGetsMoreExperimentsThanASettledOne) {
   ASSERT_TRUE(settled_label(s->label)) << to_string(s->label);
   ASSERT_FALSE(settled_label(o->label)) << to_string(o->label);
 
-  std::vector<AimWeight> aim = aim_weights(a);
+  std::vector<AimWeight> aim = aim_weights(a, settle_state(a));
   std::vector<double> weights;
   for (const AimWeight& w : aim) weights.push_back(w.weight);
   Config config;

@@ -100,8 +100,7 @@ Settling settle_state(const Analysis& analysis, size_t top) {
   return s;
 }
 
-std::vector<AimWeight> aim_weights(const Analysis& analysis, size_t top) {
-  const Settling state = settle_state(analysis, top);
+std::vector<AimWeight> aim_weights(const Analysis& analysis, const Settling& state) {
   std::map<std::string, double> weights;  // a unit's largest over the points
   for (const PointSettling& p : state.points) {
     for (const std::string& line : p.blocking) weights[line] = blocking_weight;

@@ -61,7 +61,8 @@ struct AimWeight {
 };
 /// Weights for every unit the analysis measured: blocking units most,
 /// other open units less, settled ones little; each times (0.1 + its share
-/// of the samples), so open units with many samples come first.
-std::vector<AimWeight> aim_weights(const Analysis& analysis, size_t top = default_settle_top);
+/// of the samples), so open units with many samples come first. `state`:
+/// settle_state of the same analysis (its blocking units).
+std::vector<AimWeight> aim_weights(const Analysis& analysis, const Settling& state);
 
 }  // namespace coz::analysis

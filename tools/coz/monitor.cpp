@@ -148,7 +148,7 @@ struct Monitor {
     Control wanted;
     wanted.stop = stopped.empty() ? stop_now : stopped;
     if (options.aim && run_experiments >= warm_up_experiments && wanted.stop.empty()) {
-      for (const analysis::AimWeight& w : analysis::aim_weights(a, options.top)) wanted.aim.push_back({w.unit, rounded(w.weight)});
+      for (const analysis::AimWeight& w : analysis::aim_weights(a, state)) wanted.aim.push_back({w.unit, rounded(w.weight)});
     }
 
     StatusInput in;
