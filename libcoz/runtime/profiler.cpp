@@ -199,8 +199,7 @@ void Profiler::run() {
       begin(line, speedup);
     }
     if (c.end_to_end) {  // runs until shutdown(), or until every program thread is gone
-      while (sleep_unless_stopping(c.idle_wake_ns, false)) {
-      }
+      idle_until_stopping();
       return;
     }
     if (!sleep_unless_stopping(length, true)) return;  // shutdown() ends it
@@ -327,8 +326,7 @@ void Profiler::stop_experiments() {
     if (stopping_.load(std::memory_order_acquire)) return;
     rt_.writer.write_experiments_stopped(control_.stop, sys::monotonic_ns() - rt_.start_ns);
   }
-  while (sleep_unless_stopping(rt_.config.idle_wake_ns, false)) {
-  }
+  idle_until_stopping();
 }
 
 void Profiler::end_monitor() {
@@ -548,6 +546,11 @@ void Profiler::write_new_samples() {
 /// every 2 ms slowed a single busy thread by ~1% here (0.5% at 20 ms), so
 /// the thread wakes that often only while latency points need their
 /// in-flight polls.
+void Profiler::idle_until_stopping() {
+  while (sleep_unless_stopping(rt_.config.idle_wake_ns, false)) {
+  }
+}
+
 bool Profiler::sleep_unless_stopping(uint64_t ns, bool poll_points) {
   bool polls_needed = poll_points && (rt_.points.has_latency() || rt_.breakpoints.has_latency);
   uint64_t step_ns = polls_needed ? rt_.config.poll_interval_ns : rt_.config.idle_wake_ns;

@@ -96,6 +96,9 @@ class Profiler {
   uint64_t quiet_step(uint64_t step_ns) const;
   /// Sleeps up to `ns` in poll-interval steps; false if shutdown began.
   bool sleep_unless_stopping(uint64_t ns, bool poll_points);
+  /// No experiment any more: only the rings are drained, until shutdown
+  /// began or every program thread is gone.
+  void idle_until_stopping();
 
   Runtime& rt_;
   ExperimentScheduler scheduler_;
