@@ -385,7 +385,9 @@ int run_main(int argc, char** argv) {
   if (vm.count("end-to-end") && (monitor.until_settled || monitor.max_time_ns)) {
     return fail("--end-to-end runs one experiment for the whole run: --until-settled and --max-time do not apply");
   }
-  if (monitor.aim && (vm.count("fixed-line") || vm.count("end-to-end"))) monitor.aim = false;  // nothing to aim
+  // Nothing to aim: one line, one experiment, or no speed-up ever (nothing is estimated).
+  const bool only_baselines = vm.count("fixed-speedup") && vm["fixed-speedup"].as<int>() == 0;
+  if (vm.count("fixed-line") || vm.count("end-to-end") || only_baselines) monitor.aim = false;
   if (monitor.status || monitor.aim || monitor.until_settled || monitor.max_time_ns) {
     if (start_monitor(monitor, error)) {
       setenv("COZ_CONTROL", monitor.control_path.c_str(), 1);
