@@ -76,6 +76,10 @@ class DelayLedger {
   /// is not settled: it made its progress ahead of the virtual clock, and is
   /// level with it only once the payment ends. Read by the profiler thread.
   bool settled(const ThreadLedger& t) const;
+  /// What the thread owes, by loads only (a thread in the middle of paying
+  /// still owes what it is sleeping off): a bound on how long it takes to
+  /// settle once no more delays are credited. Read by the profiler thread.
+  uint64_t outstanding(const ThreadLedger& t) const { return debt(t); }
   /// Pauses for what the thread owes; returns ns paused. Async-signal-safe.
   uint64_t pay(ThreadLedger& t);
   /// Pays until the thread owes nothing: delays credited while it slept are

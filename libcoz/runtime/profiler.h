@@ -80,7 +80,7 @@ class Profiler {
   /// Stops the delays of the running experiment. Caller holds lock_.
   void stop_crediting();
   /// Waits until the threads have paid the delays they owe; false if shutdown began.
-  bool drain_debts();
+  bool drain_debts(uint64_t length_ns);
   /// Ends the running experiment; returns false if there was none. Caller holds lock_.
   bool end(ExperimentResult& result);
   void poll_in_flight();

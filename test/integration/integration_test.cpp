@@ -112,6 +112,21 @@ TEST_F(IntegrationTest, TwoThreadsShortLinePredictsNoSpeedup) {
   EXPECT_LT(std::fabs(run.sped_up.program_speedup), 0.08) << describe(run.result);
 }
 
+// spinner: a thread spins in spin_work for the whole run; nobody waits for it,
+// so no speedup of it changes anything. At 95% every other thread owes 19
+// times what it runs, paid several ms at a time. Margin: |x| < 5% (measured
+// -1.0% and -1.5%). Counting an experiment while those payments were still
+// going on predicted +27% and +39% (two runs); paying them in one long sleep
+// each, after which the thread ran slower, read -4 to -8%.
+TEST_F(IntegrationTest, SpinningLineAtHighSpeedupPredictsNoSpeedup) {
+  const std::string line = marked_line("spinner.cpp", "spin_work");
+  const FixedLineRun run = run_fixed_line({SPINNER_EXE, "-n", std::to_string(scaled(5000))}, line, 95,
+                                          "item done", scratch_);
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  log_prediction("spinner spin_work at 95%", run.sped_up.program_speedup, 0.0);
+  EXPECT_LT(std::fabs(run.sped_up.program_speedup), 0.05) << describe(run.result);
+}
+
 // The program's exit status and stdout pass through `coz run` unchanged.
 TEST_F(IntegrationTest, TwoThreadsExitStatusAndStdoutPassThrough) {
   const std::vector<std::string> program = {TWO_THREADS_EXE, "-n", "50", "--exit-status", "3"};

@@ -2,6 +2,10 @@
 #include "delay.h"
 
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
+#include "sys.h"
 
 namespace coz {
 namespace {
@@ -287,6 +291,38 @@ TEST_F(DelayTest, NothingAccruedNothingToDecide) {
   EXPECT_TRUE(ledger.delays_outstanding()) << "owed until the next experiment forgives them";
   ledger.begin_experiment(0);
   EXPECT_FALSE(ledger.delays_outstanding());
+}
+
+TEST_F(DelayTest, OutstandingIsTheDebtUntilPaid) {
+  ledger.begin_experiment(500);
+  ledger.credit_sample(a);
+  ledger.credit_sample(a);
+  ledger.end_experiment();
+  EXPECT_EQ(ledger.outstanding(a), 0u) << "the sampled thread credits itself";
+  EXPECT_EQ(ledger.outstanding(b), 1000u);
+  EXPECT_FALSE(ledger.settled(b));
+  ledger.pay(b);
+  EXPECT_EQ(ledger.outstanding(b), 0u);
+  EXPECT_TRUE(ledger.settled(b));
+}
+
+// A payment of several ms is slept in slices of at most max_sleep_slice_ns
+// (a thread idle for ms at a time ran slower afterwards: sys.h), the whole
+// of it, and with the thread's own timer slack restored.
+TEST(TightSleepTest, SleepsTheWholePaymentInSlices) {
+  const long slack = prctl(PR_GET_TIMERSLACK);
+  rusage before{}, after{};
+  getrusage(RUSAGE_THREAD, &before);
+  const uint64_t start = sys::monotonic_ns();
+  const uint64_t slept = sys::tight_sleep_ns(4'000'000);
+  const uint64_t passed = sys::monotonic_ns() - start;
+  getrusage(RUSAGE_THREAD, &after);
+  EXPECT_GE(slept, 4'000'000u);
+  EXPECT_LE(slept, passed);
+  EXPECT_LT(slept, 20'000'000u);
+  const long sleeps = after.ru_nvcsw - before.ru_nvcsw;
+  EXPECT_GE(sleeps, static_cast<long>(4'000'000 / sys::max_sleep_slice_ns) - 2) << "one long sleep, not slices";
+  EXPECT_EQ(prctl(PR_GET_TIMERSLACK), slack);
 }
 
 }  // namespace
