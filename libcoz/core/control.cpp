@@ -44,6 +44,8 @@ std::string format_control(const Control& control) {
   for (const Control::Aim& a : control.aim) {
     if (clean(a.unit) && a.weight > 0) out += fmt::format("aim\tunit={}\tweight={:.6g}\n", a.unit, a.weight);
   }
+  if (control.baseline_share > 0 && control.baseline_share < 1)
+    out += fmt::format("baseline\tshare={:.6g}\n", control.baseline_share);
   if (control.ended) out += "ended\n";
   out += "end\n";
   return out;
@@ -76,6 +78,13 @@ std::optional<Control> parse_control(std::string_view text) {
       double value = std::strtod(w.c_str(), &end);
       if (end != w.c_str() + w.size() || !(value > 0)) continue;
       control.aim.push_back({std::string(*unit), value});
+    } else if (line.substr(0, 9) == "baseline\t") {
+      auto share = field(line, "share");
+      if (!share) continue;
+      std::string text(*share);
+      char* end = nullptr;
+      double value = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() + text.size() && value > 0 && value < 1) control.baseline_share = value;
     }  // other records: a later version's, ignored
   }
   if (!closed) return std::nullopt;

@@ -8,6 +8,7 @@
 //   coz-control 1
 //   stop	reason=settled
 //   aim	unit=/src/app.c:42	weight=0.8
+//   baseline	share=0.4
 //   ended
 //   end
 #pragma once
@@ -32,6 +33,11 @@ struct Control {
   std::vector<Aim> aim;
   /// The run's first process has exited: the monitor prints no more.
   bool ended = false;
+  /// The share of 0% experiments while the aim holds (0: the runtime's own,
+  /// COZ_ZERO_SPEEDUP_SHARE). Every line's estimate shares the baselines,
+  /// so when the experiments go to a few lines the baselines are the larger
+  /// part of each interval's width (docs/settling.md).
+  double baseline_share = 0.0;
 
   bool operator==(const Control&) const = default;
 };

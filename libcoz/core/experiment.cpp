@@ -11,11 +11,11 @@ constexpr int speedup_steps = 20;  // 5% steps: 5%, 10%, ..., 100%
 
 ExperimentScheduler::ExperimentScheduler(const Config& config, uint64_t seed) : config_(config), rng_(seed) {}
 
-double ExperimentScheduler::choose_speedup() {
+double ExperimentScheduler::choose_speedup(std::optional<double> zero_share) {
   std::uniform_real_distribution<double> coin(0.0, 1.0);
   // Baselines even with a fixed speedup: one run then answers "what would
   // S% do?" by itself, against 0% experiments from the same phases of the run.
-  if (config_.only_baselines() || coin(rng_) < config_.zero_speedup_share) return 0.0;
+  if (config_.only_baselines() || coin(rng_) < zero_share.value_or(config_.zero_speedup_share)) return 0.0;
   if (config_.fixed_speedup_percent > 0) return config_.fixed_speedup_percent / 100.0;
   std::uniform_int_distribution<int> step(1, speedup_steps);
   return step(rng_) / static_cast<double>(speedup_steps);

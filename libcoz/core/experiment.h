@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -41,9 +42,10 @@ class ExperimentScheduler {
  public:
   ExperimentScheduler(const Config& config, uint64_t seed);
 
-  /// 0 with probability zero_speedup_share (the baselines); otherwise the
-  /// fixed speedup if there is one, else one of 5%, 10%, ..., 100% uniformly.
-  double choose_speedup();
+  /// 0 with probability `zero_share` (the baselines; by default the
+  /// configured zero_speedup_share); otherwise the fixed speedup if there is
+  /// one, else one of 5%, 10%, ..., 100% uniformly.
+  double choose_speedup(std::optional<double> zero_share = std::nullopt);
 
   /// Long enough for every point to get target_visits visits at its observed
   /// rate, within [min, max]. A point too rare to reach the target within the

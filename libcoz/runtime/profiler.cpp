@@ -190,7 +190,9 @@ void Profiler::run() {
     }
     SourceLine* line = c.fixed_line.empty() ? wait_for_line() : wait_for_fixed_line();
     if (!line) return;  // stopping
-    double speedup = scheduler_.choose_speedup();
+    // The monitor's baseline share holds while it aims (control.h).
+    const bool aimed = !control_.aim.empty() && control_.baseline_share > 0;
+    double speedup = scheduler_.choose_speedup(aimed ? std::optional<double>(control_.baseline_share) : std::nullopt);
     uint64_t length = c.end_to_end ? UINT64_MAX : scheduler_.choose_length(visit_rates());
     drain_unsignalled_rings(rt_);  // samples taken before the experiment are not the experiment's
     {

@@ -33,6 +33,7 @@ TEST(Control, FormatsAndParsesBack) {
   c.stop = "settled";
   c.aim = {{"/src/a.c:12", 0.8}, {"/src/b.c:main", 0.05}};
   c.ended = true;
+  c.baseline_share = 0.41;
   std::optional<Control> back = parse_control(format_control(c));
   ASSERT_TRUE(back);
   EXPECT_EQ(*back, c);
@@ -53,6 +54,12 @@ TEST(Control, SkipsBadAimsAndUnknownRecords) {
   ASSERT_TRUE(c);
   ASSERT_EQ(c->aim.size(), 1u);
   EXPECT_EQ(c->aim[0].unit, "a.c:3");
+  EXPECT_EQ(c->baseline_share, 0.0);
+  for (const char* bad : {"share=1", "share=0", "share=x", "share=-0.2", "part=0.3"}) {
+    auto b = parse_control(std::string("coz-control 1\nbaseline\t") + bad + "\nend\n");
+    ASSERT_TRUE(b) << bad;
+    EXPECT_EQ(b->baseline_share, 0.0) << bad;
+  }
 }
 
 TEST(Control, FileIsReadWrittenAndUpdatedInPlace) {
@@ -85,7 +92,8 @@ struct TrueLine {
 
 /// Runs experiments as the runtime does (speedups: 25% at 0, else 5%
 /// steps), each 100 ms on a program with a 0.2 ms period, Poisson visits;
-/// lines by samples, or aimed as the monitor aims them after its warm-up.
+/// lines by samples, or aimed as the monitor aims them after its warm-up
+/// (and with its share of baselines).
 class SimulatedRun {
  public:
   SimulatedRun(std::vector<TrueLine> lines, uint64_t seed) : lines_(std::move(lines)), rng_(seed) {
@@ -96,10 +104,13 @@ class SimulatedRun {
     Config config;
     ExperimentScheduler scheduler(config, rng_());
     std::vector<AimWeight> aim;
+    double baseline_share = 0;
     for (size_t i = 0; i < experiments; ++i) {
-      if (aimed && i >= 20 && i % 10 == 0) {
+      if (aimed && i >= 10 && i % 5 == 0) {
         Analysis a = analyze(profile_);
-        aim = aim_weights(a, settle_state(a));
+        Settling state = settle_state(a);
+        aim = aim_weights(a, state);
+        baseline_share = aim_baseline_share(state);
       }
       size_t line = by_samples();
       if (aimed && !aim.empty() && scheduler.aim_next()) {
@@ -108,7 +119,8 @@ class SimulatedRun {
         size_t chosen = scheduler.choose_weighted(weights);
         if (chosen != ExperimentScheduler::no_line) line = index_of(aim[chosen].unit);
       }
-      experiment(line, scheduler.choose_speedup());
+      const bool share_asked = !aim.empty() && baseline_share > 0;
+      experiment(line, scheduler.choose_speedup(share_asked ? std::optional<double>(baseline_share) : std::nullopt));
     }
   }
 
@@ -205,6 +217,29 @@ TEST(Aim, AnOpenLineWithManySamplesGetsMoreExperimentsThanASettledOne) {
   std::map<std::string, int> chosen;
   for (int i = 0; i < 10'000; ++i) ++chosen[aim[scheduler.choose_weighted(weights)].unit];
   EXPECT_GT(chosen["a.c:2"], 5 * chosen["a.c:1"]) << chosen["a.c:2"] << " against " << chosen["a.c:1"];
+}
+
+TEST(Aim, BaselineShareFollowsTheBlockingLines) {
+  Settling state;
+  EXPECT_EQ(aim_baseline_share(state), 0.0) << "nothing blocks: the runtime's own share";
+  state.points.push_back({});
+  state.points[0].blocking = {"a.c:1"};
+  EXPECT_DOUBLE_EQ(aim_baseline_share(state), 0.5);
+  state.points.push_back({});
+  state.points[1].blocking = {"a.c:1", "a.c:2", "a.c:3", "a.c:4"};  // a.c:1 counts once
+  EXPECT_NEAR(aim_baseline_share(state), 1.0 / 3.0, 1e-12);
+  for (int i = 5; i < 40; ++i) state.points[1].blocking.push_back("a.c:" + std::to_string(i));
+  EXPECT_DOUBLE_EQ(aim_baseline_share(state), 0.25);
+}
+
+TEST(Aim, ChosenSpeedupsKeepTheBaselineShareAsked) {
+  Config config;
+  ExperimentScheduler scheduler(config, 11);
+  for (double share : {0.25, 0.5}) {
+    int zeros = 0;
+    for (int i = 0; i < 20'000; ++i) zeros += scheduler.choose_speedup(share) == 0.0;
+    EXPECT_NEAR(zeros / 20'000.0, share, 0.015) << share;
+  }
 }
 
 TEST(Aim, WeightedChoiceFollowsTheWeights) {

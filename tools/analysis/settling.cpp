@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <fmt/core.h>
 
@@ -98,6 +99,16 @@ Settling settle_state(const Analysis& analysis, size_t top) {
   }
   s.settled = s.settled && any_measured;
   return s;
+}
+
+double aim_baseline_share(const Settling& state) {
+  std::set<std::string> blocking;
+  for (const PointSettling& p : state.points) blocking.insert(p.blocking.begin(), p.blocking.end());
+  if (blocking.empty()) return 0.0;
+  // Var(impact) ~ 1/X_line + 1/X_0 for each of L lines sharing X_0:
+  // sum over lines of 1/((1 - f)/L) + L/f is least at f = 1/(1 + sqrt(L)).
+  const double share = 1.0 / (1.0 + std::sqrt(static_cast<double>(blocking.size())));
+  return std::clamp(share, 0.25, 0.5);
 }
 
 std::vector<AimWeight> aim_weights(const Analysis& analysis, const Settling& state) {

@@ -65,4 +65,10 @@ struct AimWeight {
 /// settle_state of the same analysis (its blocking units).
 std::vector<AimWeight> aim_weights(const Analysis& analysis, const Settling& state);
 
+/// The share of 0% experiments while the aim holds: every line's estimate
+/// shares the baselines, so with the experiments on L blocking units the
+/// width of each interval is least near a share of 1 / (1 + sqrt(L)),
+/// kept within [0.25, 0.5]. 0 (the runtime's own) when nothing blocks.
+double aim_baseline_share(const Settling& state);
+
 }  // namespace coz::analysis

@@ -30,11 +30,14 @@
 namespace coz::cli {
 namespace {
 
-/// How often the monitor reads the profile and redraws the line.
-constexpr int tick_ms = 1000;
+/// How often the monitor reads the profile, aims and redraws the line.
+/// Once a second left the first second or two of experiments unaimed, a
+/// third of the time to answer on a program that settles in 3 s.
+constexpr int tick_ms = 250;
 /// Experiments of this run before any is aimed: the first ones go by
-/// samples, as Coz's do, so every line with samples gets a first look.
-constexpr uint64_t warm_up_experiments = 20;
+/// samples, as Coz's do, so every line with samples gets a first look
+/// (a quarter of the experiments after them still go by samples).
+constexpr uint64_t warm_up_experiments = 10;
 
 bool is_point_record(std::string_view line) {
   for (std::string_view type : {"throughput-point\t", "latency-point\t", "progress-point\t"}) {
@@ -149,6 +152,7 @@ struct Monitor {
     wanted.stop = stopped.empty() ? stop_now : stopped;
     if (options.aim && run_experiments >= warm_up_experiments && wanted.stop.empty()) {
       for (const analysis::AimWeight& w : analysis::aim_weights(a, state)) wanted.aim.push_back({w.unit, rounded(w.weight)});
+      wanted.baseline_share = rounded(analysis::aim_baseline_share(state));
     }
 
     StatusInput in;
