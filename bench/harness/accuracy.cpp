@@ -27,12 +27,6 @@ struct Prediction {
   std::string error;
 };
 
-// The point the program's progress is measured at, as the profile names it.
-bool point_matches(const BenchProgram& program, const std::string& point) {
-  if (program.point.empty() || program.point[0] != '@') return point == program.point;
-  return location_matches(point, marked_line(program, program.point.substr(1)));
-}
-
 Prediction predict(const Config& config, const BenchProgram& program, const std::string& line,
                    const std::string& profile_path) {
   Prediction p;

@@ -29,10 +29,12 @@ const char* const kUsage =
     "  --scratch DIR          profiles and working directories (default /tmp/coz_bench)\n"
     "  --out FILE             write the results here (Markdown)\n"
     "  --quick                short runs, fewer rounds (smoke test)\n"
-    "  --sections LIST        accuracy,overhead,startup,unwind,call_cost (default all)\n"
+    "  --sections LIST        accuracy,overhead,startup,unwind,call_cost,time_to_answer (default all)\n"
     "  --only LIST            only these programs (comma-separated)\n"
     "  --run-seconds S        plain run time each program is scaled to\n"
     "  --truth-rounds N  --profile-runs N  --overhead-rounds N  --startup-rounds N\n"
+    "  --answer-runs N        time to answer: runs per program and profiler\n"
+    "  --answer-cap S         time to answer: a run not right by S seconds is ended\n"
     "  --no-nice              do not run measured processes at nice -20 (the default as root)\n"
     "  --command TEXT         how the run was started, for RESULTS.md\n";
 
@@ -59,9 +61,10 @@ int main(int argc, char** argv) {
   config.nice = geteuid() == 0 ? -20 : 0;
   std::string out_path, command = "coz_bench";
   std::string coz_profiler = std::filesystem::exists("/usr/bin/coz") ? "/usr/bin/coz" : "";
-  std::vector<std::string> sections = {"accuracy", "overhead", "startup", "unwind", "call_cost"};
+  std::vector<std::string> sections = {"accuracy", "overhead", "startup", "unwind", "call_cost", "time_to_answer"};
   double run_s = -1;
-  int truth = -1, profile_runs = -1, overhead_rounds = -1, startup_rounds = -1;
+  int truth = -1, profile_runs = -1, overhead_rounds = -1, startup_rounds = -1, answer_runs = -1;
+  double answer_cap = -1;
 
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -83,6 +86,8 @@ int main(int argc, char** argv) {
     else if (a == "--profile-runs") profile_runs = std::atoi(value().c_str());
     else if (a == "--overhead-rounds") overhead_rounds = std::atoi(value().c_str());
     else if (a == "--startup-rounds") startup_rounds = std::atoi(value().c_str());
+    else if (a == "--answer-runs") answer_runs = std::atoi(value().c_str());
+    else if (a == "--answer-cap") answer_cap = std::atof(value().c_str());
     else if (a == "--no-nice") config.nice = 0;
     else if (a == "--command") command = value();
     else if (a == "-h" || a == "--help") {
@@ -104,6 +109,8 @@ int main(int argc, char** argv) {
     config.profile_runs = 1;
     config.overhead_rounds = 1;
     config.startup_rounds = 3;
+    config.answer_runs = 2;
+    config.answer_cap_s = 20;
   } else {
     config.run_s = 4.0;
     config.overhead_run_s = 3.0;
@@ -111,12 +118,16 @@ int main(int argc, char** argv) {
     config.profile_runs = 2;
     config.overhead_rounds = 3;
     config.startup_rounds = 5;
+    config.answer_runs = 5;
+    config.answer_cap_s = 60;
   }
   if (run_s > 0) config.run_s = config.overhead_run_s = run_s;
   if (truth > 0) config.truth_rounds = truth;
   if (profile_runs > 0) config.profile_runs = std::min(profile_runs, config.truth_rounds);
   if (overhead_rounds > 0) config.overhead_rounds = overhead_rounds;
   if (startup_rounds > 0) config.startup_rounds = startup_rounds;
+  if (answer_runs > 0) config.answer_runs = answer_runs;
+  if (answer_cap > 0) config.answer_cap_s = answer_cap;
   config.profile_runs = std::min(config.profile_runs, config.truth_rounds);
   std::filesystem::create_directories(config.scratch);
 
@@ -141,6 +152,7 @@ int main(int argc, char** argv) {
     else if (name == "startup") s = measure_startup(config);
     else if (name == "unwind") s = measure_unwind(config);
     else if (name == "call_cost") s = measure_call_cost(config);
+    else if (name == "time_to_answer") s = measure_time_to_answer(config);
     else usage_error("unknown section " + name);
     const std::string text = s.render();
     std::cout << text << std::flush;

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -39,6 +40,7 @@ std::string read_all(int fd) {
 
 std::string RunResult::describe() const {
   if (timed_out) return "timeout";
+  if (stopped_by_watch) return "stopped";
   if (!exited) return "signal " + std::to_string(status);
   return "exit " + std::to_string(status);
 }
@@ -95,18 +97,28 @@ RunResult run_process(const std::vector<std::string>& argv, const RunOptions& op
 
   // Block (no polling: the harness must not steal CPU from what it measures)
   // until the child exits or the timeout passes; a pidfd makes both one poll.
+  // A watched run wakes every watch_interval_s to call the watcher.
   int status = 0;
   const int pid_fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   if (pid_fd >= 0) {
+    const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     pollfd pfd{pid_fd, POLLIN, 0};
-    int ready;
-    do {
-      ready = poll(&pfd, 1, static_cast<int>(options.timeout_s * 1000));
-    } while (ready < 0 && errno == EINTR);
-    if (ready == 0) {
-      result.timed_out = true;
-      kill(-pid, SIGKILL);
+    for (;;) {
+      const double left = options.timeout_s - elapsed();
+      if (left <= 0) {
+        result.timed_out = true;
+        break;
+      }
+      const double wait_s = options.watch ? std::min(left, options.watch_interval_s) : left;
+      const int ready = poll(&pfd, 1, static_cast<int>(wait_s * 1000) + 1);
+      if (ready < 0 && errno != EINTR) break;
+      if (ready > 0) break;
+      if (options.watch && options.watch(elapsed())) {
+        result.stopped_by_watch = true;
+        break;
+      }
     }
+    if (result.timed_out || result.stopped_by_watch) kill(-pid, SIGKILL);
     close(pid_fd);
   }
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

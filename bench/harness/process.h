@@ -2,6 +2,7 @@
 // captured (stdout on request), optional working directory, niceness and timeout.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,10 @@ struct RunOptions {
   double timeout_s = 300;  // the whole process group is killed after this
   bool capture_stdout = false;  // else discarded
   std::vector<std::string> env;  // NAME=VALUE added to the environment
+  // Called every watch_interval_s while the process runs, with the seconds
+  // since fork; returning true ends the run (the process group is killed).
+  std::function<bool(double elapsed_s)> watch;
+  double watch_interval_s = 0.2;
 };
 
 struct RunResult {
@@ -20,11 +25,12 @@ struct RunResult {
   bool exited = false;  // false: killed by a signal or the timeout
   int status = -1;      // exit status, or the signal number when !exited
   bool timed_out = false;
+  bool stopped_by_watch = false;  // RunOptions::watch ended it
   std::string stderr_text;
   std::string stdout_text;  // with RunOptions::capture_stdout
 
   bool ok() const { return exited && status == 0; }
-  std::string describe() const;  // "exit 0", "signal 11", "timeout"
+  std::string describe() const;  // "exit 0", "signal 11", "timeout", "stopped"
 };
 
 RunResult run_process(const std::vector<std::string>& argv, const RunOptions& options = {});

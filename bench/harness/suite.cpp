@@ -107,6 +107,11 @@ bool location_matches(const std::string& location, const std::string& suffix) {
          location[location.size() - suffix.size() - 1] == '/';
 }
 
+bool point_matches(const BenchProgram& program, const std::string& point) {
+  if (program.point.empty() || program.point[0] != '@') return point == program.point;
+  return location_matches(point, marked_line(program, program.point.substr(1)));
+}
+
 RunOptions measured(const Config& config, double expected_s, const std::string& cwd) {
   RunOptions options;
   options.cwd = cwd;
@@ -115,8 +120,10 @@ RunOptions measured(const Config& config, double expected_s, const std::string& 
   return options;
 }
 
-std::optional<json::Value> report_json(const Config& config, const std::string& profile, std::string& error) {
+std::optional<json::Value> report_json(const Config& config, const std::string& profile, std::string& error,
+                                       int nice) {
   RunOptions options;
+  options.nice = nice;
   options.capture_stdout = true;
   options.timeout_s = 120;
   const RunResult r = run_process({config.coz, "report", "--json", profile}, options);

@@ -45,6 +45,8 @@ struct Config {
   int profile_runs = 1;      // `coz run --fixed-line` runs per line, pooled
   int overhead_rounds = 3;   // interleaved rounds of every overhead mode
   int startup_rounds = 5;
+  int answer_runs = 5;        // time to answer: runs per program and profiler
+  double answer_cap_s = 60;   // a run not right by then is ended
   int nice = 0;              // niceness of every measured process (-20 as root)
   bool quick = false;
   std::vector<std::string> only;  // program names to run (empty: all)
@@ -63,10 +65,15 @@ std::string marked_line(const BenchProgram& program, const std::string& marker);
 /// Whether `location` ("path/file.cpp:12") names `suffix` ("file.cpp:12").
 bool location_matches(const std::string& location, const std::string& suffix);
 
+/// Whether `point` (as a profile names it) is the program's progress point.
+bool point_matches(const BenchProgram& program, const std::string& point);
+
 /// Options for a measured run under `config`.
 RunOptions measured(const Config& config, double expected_s, const std::string& cwd = "");
 
-/// The analysis of `profile` by our `coz report --json`; nullopt with `error` set on failure.
-std::optional<json::Value> report_json(const Config& config, const std::string& profile, std::string& error);
+/// The analysis of `profile` by our `coz report --json` (run at `nice`);
+/// nullopt with `error` set on failure.
+std::optional<json::Value> report_json(const Config& config, const std::string& profile, std::string& error,
+                                       int nice = 0);
 
 }  // namespace coz_bench
