@@ -117,6 +117,12 @@ inline uint64_t sleep_ns(uint64_t ns) {
 /// -5% in 0.5 ms slices, -4% in 0.2 ms ones (the rest is not explained yet).
 constexpr uint64_t max_sleep_slice_ns = 200'000;
 
+/// Where the sleep slice that starts at `now` ends, for a payment due to end
+/// at `end`: at most max_sleep_slice_ns later, never past `end`.
+constexpr uint64_t sleep_slice_end(uint64_t now, uint64_t end) {
+  return now + max_sleep_slice_ns < end ? now + max_sleep_slice_ns : end;
+}
+
 /// Sleeps about `ns` with the thread's timer slack at 1 ns for the call,
 /// in slices of at most max_sleep_slice_ns ending at absolute times (their
 /// lateness does not add up), and returns the time that really passed. A
@@ -129,7 +135,7 @@ inline uint64_t tight_sleep_ns(uint64_t ns) {
   bool set = slack > 1 && raw_syscall6(SYS_prctl, PR_SET_TIMERSLACK, 1) == 0;
   const uint64_t start = monotonic_ns(), end = start + ns;
   for (uint64_t now = start; now < end; now = monotonic_ns()) {
-    const uint64_t until = now + max_sleep_slice_ns < end ? now + max_sleep_slice_ns : end;
+    const uint64_t until = sleep_slice_end(now, end);
     timespec ts{static_cast<time_t>(until / 1'000'000'000u), static_cast<long>(until % 1'000'000'000u)};
     if (raw_syscall6(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, reinterpret_cast<long>(&ts), 0) != 0) break;
   }

@@ -299,8 +299,9 @@ void Profiler::read_control() {
 
 SourceLine* Profiler::choose_aimed_unit() {
   auto& lines = rt_.lines.lines();
-  if (!aim_resolved_ || aim_lines_ != lines.size() || aim_grouped_ != two_phase_grouped_) {
-    // Names are built once per change of the aim or of the line map, not per choice.
+  if (!aim_resolved_ || aim_lines_ != lines.size()) {
+    // Names are built once per change of the aim, of the line map or of the
+    // two-phase units (apply_two_phase), not per choice.
     std::unordered_map<std::string, double> wanted;
     for (const Control::Aim& a : control_.aim) wanted[a.unit] = a.weight;
     std::unordered_set<SourceLine*> seen;
@@ -313,7 +314,6 @@ SourceLine* Profiler::choose_aimed_unit() {
     }
     aim_resolved_ = true;
     aim_lines_ = lines.size();
-    aim_grouped_ = two_phase_grouped_;
   }
   std::vector<double> weights;
   for (const auto& [unit, weight] : aim_units_) weights.push_back(weight);
@@ -357,12 +357,14 @@ void Profiler::apply_two_phase(std::vector<uint64_t>& fresh) {
   }
   if (two_phase_.phase() == TwoPhase::Phase::Functions) {
     rt_.lines.group_by_function();  // again each time: libraries loaded since have new lines
+    if (!two_phase_grouped_) aim_resolved_ = false;  // the units are functions now
     two_phase_grouped_ = true;
     return;
   }
   if (two_phase_grouped_) {  // the first phase just ended
     rt_.lines.ungroup();
     two_phase_grouped_ = false;
+    aim_resolved_ = false;  // the units are lines again, of the winners only
     for (const std::string& line : two_phase_.summary()) log::info("two-phase: {}", line);
     const std::vector<std::string>& winners = two_phase_.winners();
     if (winners.empty()) {

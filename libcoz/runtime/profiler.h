@@ -122,11 +122,11 @@ class Profiler {
   int control_fd_ = -1;
   Control control_;
   // control_.aim resolved to this process's units, for the line map as it
-  // was (its size, and whether grouped by function) when resolved.
+  // was (its size) when resolved; apply_two_phase clears aim_resolved_
+  // when the units change between lines and functions.
   std::vector<std::pair<SourceLine*, double>> aim_units_;
   bool aim_resolved_ = false;
   size_t aim_lines_ = 0;
-  bool aim_grouped_ = false;
 };
 
 }  // namespace coz

@@ -206,10 +206,15 @@ TEST_F(IntegrationTest, EndToEndWritesOneExperiment) {
 // each round (a 100% speedup of it doubles the rate, +100%; each of the 64
 // others, ~1%), so it must be the only winner, on a quiet machine or a busy one.
 // The program runs for a time, not a count of rounds: ~1 s before the first
-// 1,000 samples, 60 function experiments of at most 50 ms, then the lines.
+// 1,000 samples, 90 function experiments of at most 50 ms (~5 s), then ~3 s
+// of lines. Why 90: its estimate's standard error, from the ~20 experiments
+// the function gets, was 7-10 points on a quiet machine but 25-50 with the
+// program sharing its 2 cores with two busy processes (a virtual speedup
+// under CPU contention is both noisier and smaller: the note of issue 16),
+// and 60 experiments then missed the winner in 7 of 14 runs (90: 2 of 8).
 TEST_F(IntegrationTest, TwoPhaseTestsFunctionsThenTheWinnersLines) {
-  setenv("COZ_TWO_PHASE_EXPERIMENTS", "60", 1);
-  const ProcessResult process = coz_run(profile_path(), {"-v"}, {MANY_FUNCTIONS_EXE, "-s", "7"}, scratch_);
+  setenv("COZ_TWO_PHASE_EXPERIMENTS", "90", 1);
+  const ProcessResult process = coz_run(profile_path(), {"-v"}, {MANY_FUNCTIONS_EXE, "-s", "9"}, scratch_);
   unsetenv("COZ_TWO_PHASE_EXPERIMENTS");
   ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
   EXPECT_NE(process.err.find("experiments on functions first"), std::string::npos) << process.err;
@@ -233,7 +238,7 @@ TEST_F(IntegrationTest, TwoPhaseTestsFunctionsThenTheWinnersLines) {
       (location_matches(e.selected, bottleneck_line) ? winner_lines : other_lines) += 1;
     }
   }
-  EXPECT_EQ(functions, 60u) << describe_experiments(*profile);
+  EXPECT_EQ(functions, 90u) << process.err << describe_experiments(*profile);
   EXPECT_GE(winner_lines, 10u) << process.err << describe_experiments(*profile);
   EXPECT_EQ(other_lines, 0u) << process.err << describe_experiments(*profile);
 }
