@@ -84,15 +84,10 @@ Section measure_accuracy(const Config& config) {
     for (int round = 0; round < config.truth_rounds; ++round) {
       progress(fmt::format("accuracy: {} round {}/{}", program.name, round + 1, config.truth_rounds));
       for (const std::string& binary : binaries) {
-        std::vector<std::string> argv = {config.programs + "/" + binary};
-        argv.insert(argv.end(), args.begin(), args.end());
-        const RunResult r = run_process(argv, measured(config, config.run_s));
-        const double v = find_number(r.stderr_text, program.metric);
-        if (!r.ok() || v < 0) {
-          run_errors[binary] = r.describe();
-          continue;
-        }
-        values[binary].push_back(v);
+        std::string error;
+        const double v = plain_metric(config, program, binary, args, error);
+        if (std::isnan(v)) run_errors[binary] = error;
+        else values[binary].push_back(v);
       }
       // The profiled runs are spread over the rounds too.
       if (round >= config.profile_runs) continue;

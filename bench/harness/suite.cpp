@@ -120,6 +120,17 @@ RunOptions measured(const Config& config, double expected_s, const std::string& 
   return options;
 }
 
+double plain_metric(const Config& config, const BenchProgram& program, const std::string& binary,
+                    const std::vector<std::string>& args, std::string& error) {
+  std::vector<std::string> argv = {config.programs + "/" + binary};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const RunResult r = run_process(argv, measured(config, config.run_s));
+  const double v = find_number(r.stderr_text, program.metric);
+  if (r.ok() && v >= 0) return v;
+  error = r.describe();
+  return std::nan("");
+}
+
 std::optional<json::Value> report_json(const Config& config, const std::string& profile, std::string& error,
                                        int nice) {
   RunOptions options;

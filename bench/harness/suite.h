@@ -71,6 +71,12 @@ bool point_matches(const BenchProgram& program, const std::string& point);
 /// Options for a measured run under `config`.
 RunOptions measured(const Config& config, double expected_s, const std::string& cwd = "");
 
+/// One measured plain run of `binary` (the program or one of its variants,
+/// in config.programs) with `args`: the program's metric, or NaN with
+/// `error` set (how the run ended) when it failed or printed no metric.
+double plain_metric(const Config& config, const BenchProgram& program, const std::string& binary,
+                    const std::vector<std::string>& args, std::string& error);
+
 /// The analysis of `profile` by our `coz report --json` (run at `nice`);
 /// nullopt with `error` set on failure.
 std::optional<json::Value> report_json(const Config& config, const std::string& profile, std::string& error,

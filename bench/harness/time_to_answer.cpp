@@ -13,7 +13,6 @@
 // The same analysis (`coz report --json`) judges every configuration, ours
 // and coz-profiler's, so only the experiments differ.
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -121,8 +120,9 @@ Verdict judge_prefix(const Config& config, const BenchProgram& program, const Tr
 }
 
 uintmax_t file_size(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 ? uintmax_t(st.st_size) : 0;
+  std::error_code error;
+  const uintmax_t size = std::filesystem::file_size(path, error);
+  return error ? 0 : size;
 }
 
 struct Attempt {
@@ -191,11 +191,9 @@ double real_speedup(const Config& config, const BenchProgram& program, const std
   std::map<std::string, std::vector<double>> values;
   for (int round = 0; round < config.truth_rounds; ++round) {
     for (const std::string& binary : {program.name, variant}) {
-      std::vector<std::string> argv = {config.programs + "/" + binary};
-      argv.insert(argv.end(), args.begin(), args.end());
-      const RunResult r = run_process(argv, measured(config, config.run_s));
-      const double v = find_number(r.stderr_text, program.metric);
-      if (r.ok() && v >= 0) values[binary].push_back(v);
+      std::string error;  // a failed run only leaves a run out of the median
+      const double v = plain_metric(config, program, binary, args, error);
+      if (!std::isnan(v)) values[binary].push_back(v);
     }
   }
   const double base = median(values[program.name]), fast = median(values[variant]);
@@ -219,12 +217,12 @@ std::optional<Truth> truth_of(const Config& config, const BenchProgram& program)
   return truth;
 }
 
+// A run beyond the cap counts as infinitely long: a median with it in its
+// middle is beyond the cap too.
 double median_attempt(const std::vector<Attempt>& attempts) {
-  std::vector<double> s;
-  for (const Attempt& a : attempts) s.push_back(a.seconds);
-  if (s.empty()) return std::nan("");
-  std::sort(s.begin(), s.end());
-  return s.size() % 2 ? s[s.size() / 2] : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2;  // inf stays inf
+  std::vector<double> seconds;
+  for (const Attempt& a : attempts) seconds.push_back(a.seconds);
+  return median(seconds);
 }
 
 std::string seconds_text(double s, double cap_s) {
