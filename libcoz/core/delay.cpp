@@ -43,6 +43,7 @@ void DelayLedger::end_experiment() { delay_per_sample_.store(0, std::memory_orde
 void DelayLedger::start_thread(ThreadLedger& child, uint64_t creator_local) const {
   child.local.store(creator_local, std::memory_order_relaxed);
   child.pre_block_global = 0;
+  child.pre_block_local = 0;
   child.busy.store(false, std::memory_order_relaxed);
   child.blocked.store(false, std::memory_order_relaxed);
 }
@@ -106,6 +107,7 @@ void DelayLedger::pre_block(ThreadLedger& t) {
   pay_all(t);
   BusyScope busy(t);
   t.pre_block_global = global();
+  t.pre_block_local = t.local.load(std::memory_order_relaxed);
   t.blocked.store(true, std::memory_order_release);
 }
 
@@ -137,8 +139,14 @@ void DelayLedger::post_block(ThreadLedger& t, bool skip) {
     BusyScope busy(t);
     t.blocked.store(false, std::memory_order_release);
     if (skip) {
+      // Where it stood, moved on by everything that accrued meanwhile. Not
+      // local += accrued: a sample of its own from before the wait may have
+      // been credited since (kernel-time samples and drained rings arrive
+      // late), and is in both counts already; added again, the thread would
+      // stand ahead of the virtual clock and owe nothing for that long, and
+      // so would every thread it creates.
       uint64_t g = global();
-      if (g > t.pre_block_global) t.local.fetch_add(g - t.pre_block_global, std::memory_order_relaxed);
+      if (g > t.pre_block_global) raise_local(t, t.pre_block_local + (g - t.pre_block_global));
     }
   }
   pay(t);

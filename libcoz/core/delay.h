@@ -30,6 +30,7 @@ namespace coz {
 struct ThreadLedger {
   std::atomic<uint64_t> local{0};        // delay paid or credited, ns
   uint64_t pre_block_global = 0;         // global count when the thread last blocked
+  uint64_t pre_block_local = 0;          // its own local count then
   uint64_t pre_wait_debt = 0;            // debt carried into a lock wait (pre_lock_wait)
   uint64_t pre_wait_ns = 0;              // when that wait began
   std::atomic<bool> busy{false};         // inside ledger code: the signal handler must not pay now
