@@ -3,9 +3,14 @@
 #include "line_map.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <link.h>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <map>
 
 #include <fmt/format.h>
@@ -399,6 +404,38 @@ TEST(LineMap, DynamicSymbolsWhenSymtabIsGone) {
   SourceLine* line = l->map.find(test::symbol_value(fixture("liblines_shared.so"), "fixture_lib_work"));
   ASSERT_NE(line, nullptr);
   EXPECT_EQ(line->name(), fixture("liblines_stripped_all.so") + ":fixture_lib_work");
+}
+
+/// A copy of fixture `name` whose .symtab section header `patch` changed
+/// (found and rewritten with <elf.h>'s layout, not with our reader).
+std::string with_symtab_header(const std::string& name, const std::function<void(Elf64_Shdr&)>& patch) {
+  std::ifstream in(fixture(name), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  for (unsigned i = 0; i < eh.e_shnum; ++i) {
+    char* at = bytes.data() + eh.e_shoff + i * sizeof(Elf64_Shdr);
+    Elf64_Shdr sh;
+    std::memcpy(&sh, at, sizeof sh);
+    if (sh.sh_type != SHT_SYMTAB) continue;
+    patch(sh);
+    std::memcpy(at, &sh, sizeof sh);
+  }
+  const std::string path = testing::TempDir() + "/patched_" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// Found by fuzzing (test/fuzz/elf_reader_fuzz.cpp): libelfin follows a
+// symbol table's sh_link to any section number, and one out of range
+// crashed the reader (a null dereference), inside the profiled program.
+TEST(LineMap, SymbolTableLinkedToNoSectionIsSkipped) {
+  const std::string path = with_symtab_header("lines_stripped", [](Elf64_Shdr& sh) { sh.sh_link = 0xfff0; });
+  LineMap map;
+  ObjectLines result = map.add_object(path, 0, everything);
+  map.finalize();
+  EXPECT_EQ(map.find(test::symbol_value(fixture("lines_stripped"), "fixture_work")), nullptr)
+      << "a symbol named through a string table that does not exist";
 }
 
 // --- compressed debug sections (-gz) ---
