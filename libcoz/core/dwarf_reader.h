@@ -104,7 +104,7 @@ class Cursor {
       if (shift < 64) result |= static_cast<int64_t>(static_cast<uint64_t>(byte & 0x7f) << shift);
       shift += 7;
       if (!(byte & 0x80)) {
-        if (shift < 64 && (byte & 0x40)) result |= -(static_cast<int64_t>(1) << shift);
+        if (shift < 64 && (byte & 0x40)) result |= static_cast<int64_t>(~uint64_t{0} << shift);  // sign-extend (at shift 63, -(1 << 63) overflowed)
         return result;
       }
     }

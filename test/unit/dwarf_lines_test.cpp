@@ -201,6 +201,35 @@ TEST(DwarfLines, BadUnitStopsOnlyItself) {
   expect_v2_rows({tables[1]});
 }
 
+// A SLEB128 whose last byte lands at bit 56 with its sign bit set: the sign
+// extension from bit 63 negated INT64_MIN, which UBSan stops on (found by
+// test/fuzz/elf_reader_fuzz.cpp; this check fails under run-tests.sh's UBSan build).
+TEST(DwarfReader, SlebSignExtendsFromTheLastBit) {
+  const std::vector<uint8_t> bytes = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40};
+  dwarf_reader::Cursor cur(bytes);
+  EXPECT_EQ(cur.sleb(), static_cast<int64_t>(0xc000'0000'0000'0000u));
+  EXPECT_TRUE(cur.ok());
+  EXPECT_TRUE(cur.at_end());
+}
+
+// A DWARF 5 directory table of entries with no formats reads no bytes per
+// entry: its count (here 2^62) was looped over, growing a vector of paths
+// to gigabytes (found by test/fuzz/elf_reader_fuzz.cpp).
+TEST(DwarfLines, EntriesThatHoldNothingAreAnErrorNotAHang) {
+  Bytes header_rest;
+  header_rest.u8(1).u8(1).u8(1).u8(static_cast<uint8_t>(-5)).u8(14).u8(1);  // min_inst, max_ops, is_stmt, line_base, line_range, opcode_base
+  header_rest.u8(0).uleb(uint64_t{1} << 62);                                  // directories: no formats, 2^62 entries
+  header_rest.u8(0).uleb(0);                                                  // file names: none
+  Bytes after_length;
+  after_length.uint(5, 2).u8(8).u8(0).uint(header_rest.b.size(), 4).append(header_rest);
+  Bytes unit;
+  unit.uint(after_length.b.size(), 4).append(after_length);
+  std::vector<LineTable> tables = read_line_tables(DwarfSections{.line = unit.b});
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_NE(tables[0].error, "");
+  EXPECT_TRUE(tables[0].files.empty());
+}
+
 // Truncation at every length and random corruption: never a crash or a hang,
 // only whole sequences, and an error for a cut unit.
 TEST(DwarfLines, DamagedDataIsReportedNotFatal) {
