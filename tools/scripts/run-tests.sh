@@ -2,18 +2,18 @@
 # The README's second command (and CI's): install what is missing, build
 # everything with warnings as errors, run the whole test suite; then the unit
 # tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and a
-# minute of fuzzing of the profile reader.
+# minute of fuzzing of the profile reader and of the readers of binaries.
 #
 # Steps (each can be skipped for a quick local run):
 #   main build + ctest              always
 #   sanitizer unit tests            COZ_SKIP_SANITIZERS=1 to skip  (~3-4 min on 2 cores, first build)
-#   profile reader fuzzing          COZ_SKIP_FUZZ=1 to skip; COZ_FUZZ_SECONDS (default 60)
+#   fuzzing (two targets)           COZ_SKIP_FUZZ=1 to skip; COZ_FUZZ_SECONDS per target (default 30)
 set -euo pipefail
 top="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${COZ_BUILD_DIR:-$top/build}"
 asan_build="${COZ_ASAN_BUILD_DIR:-$build-asan}"
 fuzz_build="${COZ_FUZZ_BUILD_DIR:-$build-fuzz}"
-fuzz_seconds="${COZ_FUZZ_SECONDS:-60}"
+fuzz_seconds="${COZ_FUZZ_SECONDS:-30}"  # per target
 
 "$top/tools/scripts/install-deps.sh"
 # A rustup install is not always on PATH (e.g. under CI).
@@ -56,31 +56,52 @@ if [ "${COZ_SKIP_SANITIZERS:-0}" != 1 ]; then
     ctest --output-on-failure -j2 --timeout 600 -LE integration -E '^Viewer\.|_NOT_BUILT$')
 fi
 
-# ---- fuzzing the profile reader ------------------------------------------------
-# libFuzzer needs clang and its runtime (Debian: clang, libclang-rt-14-dev);
-# installed here, only when missing, rather than for every developer.
+# ---- fuzzing the readers of untrusted input ------------------------------------
+# Two libFuzzer targets (test/fuzz/README.md): the profile reader, and the
+# runtime's readers of binaries (ELF, DWARF line tables and scopes, symbols,
+# call-frame information), which run inside the profiled program on every
+# object it loads. libFuzzer needs clang and its runtime (Debian: clang,
+# libclang-rt-14-dev); installed here, only when missing, rather than for
+# every developer.
 if [ "${COZ_SKIP_FUZZ:-0}" != 1 ]; then
-  echo "== fuzzing the profile reader for ${fuzz_seconds} s ($fuzz_build)"
   "$top/tools/scripts/install-deps.sh" clang libclang-rt-14-dev
-  mkdir -p "$fuzz_build/corpus" "$fuzz_build/artifacts"
-  # The target links the analysis library's sources directly: a CMake
-  # configure with clang would rebuild everything else for nothing.
-  clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$top/tools/analysis" "$top/test/fuzz/profile_reader_fuzz.cpp" "$top"/tools/analysis/*.cpp \
-    -lfmt -o "$fuzz_build/profile_reader_fuzz"
+  mkdir -p "$fuzz_build"
+  fuzz_flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
+  # Each target links the sources it reads directly: a CMake configure with
+  # clang would rebuild everything else for nothing. Built side by side.
+  clang++ "${fuzz_flags[@]}" -I"$top/tools/analysis" "$top/test/fuzz/profile_reader_fuzz.cpp" \
+    "$top"/tools/analysis/*.cpp -lfmt -o "$fuzz_build/profile_reader_fuzz" &
+  profile_build=$!
+  core="$top/libcoz/core"
+  clang++ "${fuzz_flags[@]}" -Wno-ambiguous-reversed-operator -I"$core" -I"$top/include" \
+    $(pkg-config --cflags libelf++) "$top/test/fuzz/elf_reader_fuzz.cpp" \
+    "$core"/{elf_file,dwarf_reader,dwarf_units,dwarf_lines,dwarf_scopes,symbol_names,symbol_table,debug_file,line_map,frame_table,log}.cpp \
+    -ldwarf++ -lelf++ -lfmt -lz -o "$fuzz_build/elf_reader_fuzz"
+  wait "$profile_build"
+  # libelfin keeps every elf::elf in a reference cycle (as in the ASan step).
+  printf 'leak:libelf++.so\n' >"$fuzz_build/lsan.supp"
+
+  # fuzz NAME SEEDS MAX_LEN: runs test/fuzz/NAME.cpp's build for COZ_FUZZ_SECONDS.
   # New inputs go to the build tree's corpus; the committed seeds (and any
-  # earlier crash, kept as a regression file) are read from test/fuzz/corpus.
-  status=0
-  "$fuzz_build/profile_reader_fuzz" -max_total_time="$fuzz_seconds" -timeout=5 -rss_limit_mb=2048 -max_len=8192 \
-    -print_final_stats=1 -artifact_prefix="$fuzz_build/artifacts/" \
-    "$fuzz_build/corpus" "$top/test/fuzz/corpus" || status=$?
-  if [ "$status" -ne 0 ]; then
-    for artifact in "$fuzz_build"/artifacts/*; do
-      [ -e "$artifact" ] || continue
-      cp "$artifact" "$top/test/fuzz/corpus/regression-$(basename "$artifact")"
-      echo "fuzz: kept $(basename "$artifact") as test/fuzz/corpus/regression-$(basename "$artifact"): commit it with the fix"
-    done
-    echo "fuzz: the profile reader failed on an input (exit $status)" >&2
-    exit "$status"
-  fi
+  # earlier crash, kept as a regression file) are read from SEEDS.
+  fuzz() {
+    local name=$1 seeds=$2 max_len=$3 status=0
+    echo "== fuzzing $name for ${fuzz_seconds} s ($fuzz_build)"
+    mkdir -p "$fuzz_build/$name-corpus" "$fuzz_build/$name-artifacts"
+    LSAN_OPTIONS="suppressions=$fuzz_build/lsan.supp:print_suppressions=0" \
+      "$fuzz_build/$name" -max_total_time="$fuzz_seconds" -timeout=5 -rss_limit_mb=2048 -max_len="$max_len" \
+      -print_final_stats=1 -artifact_prefix="$fuzz_build/$name-artifacts/" \
+      "$fuzz_build/$name-corpus" "$seeds" || status=$?
+    if [ "$status" -ne 0 ]; then
+      for artifact in "$fuzz_build/$name-artifacts"/*; do
+        [ -e "$artifact" ] || continue
+        cp "$artifact" "$seeds/regression-$(basename "$artifact")"
+        echo "fuzz: kept $(basename "$artifact") as $seeds/regression-$(basename "$artifact"): commit it with the fix"
+      done
+      echo "fuzz: $name failed on an input (exit $status)" >&2
+      exit "$status"
+    fi
+  }
+  fuzz profile_reader_fuzz "$top/test/fuzz/corpus" 8192
+  fuzz elf_reader_fuzz "$top/test/fuzz/corpus-elf" 16384
 fi
