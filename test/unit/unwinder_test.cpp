@@ -55,24 +55,24 @@ struct Walk {
 
 /// Walks the stack from inside this function (its frame must be live while
 /// the walk reads it), from the live stack or a copy of its top as perf
-/// takes one.
-__attribute__((noinline)) Walk walk_from_here(Source source) {
+/// takes one, into `walk`. Given the stack's `bounds` and `walk.frames`
+/// already sized, it allocates nothing and reads no file, as a signal
+/// handler must (ThreadSanitizer checks).
+__attribute__((noinline)) void walk_from_here(Source source, Walk& walk, const StackBounds* bounds = nullptr) {
   UnwindRegisters regs;
   asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(regs.ip), "=r"(regs.sp), "=r"(regs.bp));
   static thread_local uint8_t copy[8192];
-  StackBounds bounds = this_thread_stack();
-  StackMemory memory = StackMemory::live(bounds.low, bounds.high);
+  const StackBounds stack = bounds ? *bounds : this_thread_stack();
+  StackMemory memory = StackMemory::live(stack.low, stack.high);
   if (source != Source::Live) {
     size_t size = source == Source::Copy ? sizeof copy : 16;
-    size = std::min<size_t>(size, bounds.high - regs.sp);
+    size = std::min<size_t>(size, stack.high - regs.sp);
     std::memcpy(copy, reinterpret_cast<const void*>(regs.sp), size);
     memory = StackMemory::copy(regs.sp, copy, size);
   }
-  Walk walk;
-  walk.frames.resize(64);
+  if (walk.frames.empty()) walk.frames.resize(64);
   size_t n = unwind(frames().tables(), regs, memory, walk.frames.data(), walk.frames.size(), walk.stop);
-  walk.frames.resize(n);
-  return walk;
+  walk.frames.resize(n);  // smaller: no allocation
 }
 
 /// Whether some frame of the walk is inside `function`.
@@ -97,7 +97,7 @@ Walk g_walk;
 Source g_source;
 
 int compare_and_walk(const void* a, const void* b) {
-  if (g_walk.frames.empty()) g_walk = walk_from_here(g_source);
+  if (g_walk.frames.empty()) walk_from_here(g_source, g_walk);
   return *static_cast<const int*>(a) - *static_cast<const int*>(b);
 }
 
@@ -221,8 +221,12 @@ TEST(Unwinder, ASystemCallStubWithoutCfiReturnsToTheAddressOnTopOfTheStack) {
 // ---- through a signal frame (glibc's __restore_rt) ----
 
 Walk g_signal_walk;
+StackBounds g_signal_bounds;
 
-void walk_in_handler(int) { g_signal_walk = walk_from_here(Source::Live); }
+void walk_in_handler(int) {
+  walk_from_here(Source::Live, g_signal_walk, &g_signal_bounds);
+  asm volatile("" ::: "memory");  // not a tail call: the walk must see this frame
+}
 
 __attribute__((noinline)) void raise_a_signal() {
   raise(SIGUSR2);
@@ -234,6 +238,9 @@ TEST(Unwinder, WalksThroughASignalFrame) {
   sa.sa_handler = walk_in_handler;
   sigemptyset(&sa.sa_mask);
   ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
+  g_signal_bounds = this_thread_stack();  // what the handler may not do itself
+  g_signal_walk.frames.resize(64);
+  (void)frames();
   raise_a_signal();
   sigaction(SIGUSR2, &old, nullptr);
   EXPECT_TRUE(passes_through(g_signal_walk, reinterpret_cast<const void*>(&walk_in_handler))) << describe(g_signal_walk);
@@ -245,7 +252,8 @@ TEST(Unwinder, WalksThroughASignalFrame) {
 // ---- a thread's stack ends at clone's outermost frame ----
 
 void* walk_on_thread(void* out) {
-  *static_cast<Walk*>(out) = walk_from_here(Source::Live);
+  walk_from_here(Source::Live, *static_cast<Walk*>(out));
+  asm volatile("" ::: "memory");
   return nullptr;
 }
 

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # The README's second command (and CI's): install what is missing, build
 # everything with warnings as errors, run the whole test suite; then the unit
-# tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and a
-# minute of fuzzing of the profile reader and of the readers of binaries.
+# tests again under AddressSanitizer + UndefinedBehaviorSanitizer, the
+# concurrent ones under ThreadSanitizer, and fuzzing of the profile reader
+# and of the readers of binaries.
 #
 # Steps (each can be skipped for a quick local run):
 #   main build + ctest              always
 #   sanitizer unit tests            COZ_SKIP_SANITIZERS=1 to skip  (~3-4 min on 2 cores, first build)
-#   fuzzing (two targets)           COZ_SKIP_FUZZ=1 to skip; COZ_FUZZ_SECONDS per target (default 30)
+#   concurrency tests under TSan    COZ_SKIP_SANITIZERS=1 to skip  (~1 min)
+#   fuzzing (two targets)           COZ_SKIP_FUZZ=1 to skip; COZ_FUZZ_SECONDS per target (default 20)
 set -euo pipefail
 top="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${COZ_BUILD_DIR:-$top/build}"
 asan_build="${COZ_ASAN_BUILD_DIR:-$build-asan}"
+tsan_build="${COZ_TSAN_BUILD_DIR:-$build-tsan}"
 fuzz_build="${COZ_FUZZ_BUILD_DIR:-$build-fuzz}"
-fuzz_seconds="${COZ_FUZZ_SECONDS:-30}"  # per target
+fuzz_seconds="${COZ_FUZZ_SECONDS:-20}"  # per target
 
 "$top/tools/scripts/install-deps.sh"
 # A rustup install is not always on PATH (e.g. under CI).
@@ -31,7 +34,7 @@ cmake --build "$build"
 # not errors here: GCC's sanitizer instrumentation adds false positives
 # (-Wmaybe-uninitialized and friends) that the main build does not have.
 if [ "${COZ_SKIP_SANITIZERS:-0}" != 1 ]; then
-  echo "== unit tests under AddressSanitizer and UndefinedBehaviorSanitizer ($asan_build)"
+  echo "[${SECONDS} s] == unit tests under AddressSanitizer and UndefinedBehaviorSanitizer ($asan_build)"
   sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
   cmake -S "$top" -B "$asan_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCOZ_BUILD_TESTS=ON -DCOZ_BUILD_BENCH=OFF -DCOZ_BUILD_VIEWER=OFF \
@@ -54,6 +57,28 @@ if [ "${COZ_SKIP_SANITIZERS:-0}" != 1 ]; then
     ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     ctest --output-on-failure -j2 --timeout 600 -LE integration -E '^Viewer\.|_NOT_BUILT$')
+fi
+
+# ---- the runtime's concurrent parts under ThreadSanitizer --------------------------
+# A third build tree, -fsanitize=thread, for the unit tests whose code runs on
+# several threads or in signal handlers at once inside the profiled program:
+# the runtime's lock (futex_lock), the wake board, the delay ledger, the
+# stack table (conventional), the profile writer and the unwinder (which
+# walks from a signal handler). The integration tests cannot run here: they
+# preload the runtime into uninstrumented programs, and TSan's runtime must
+# be linked into the executable.
+if [ "${COZ_SKIP_SANITIZERS:-0}" != 1 ]; then
+  echo "[${SECONDS} s] == concurrency unit tests under ThreadSanitizer ($tsan_build)"
+  cmake -S "$top" -B "$tsan_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCOZ_BUILD_TESTS=ON -DCOZ_BUILD_BENCH=OFF -DCOZ_BUILD_VIEWER=OFF \
+    -DCMAKE_C_FLAGS=-fsanitize=thread -DCMAKE_CXX_FLAGS=-fsanitize=thread \
+    -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
+    -DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=thread >/dev/null
+  tsan_tests=(futex_lock_test wake_board_test delay_test conventional_test profile_writer_test unwinder_test)
+  cmake --build "$tsan_build" --target "${tsan_tests[@]}"
+  for test in "${tsan_tests[@]}"; do
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" "$tsan_build/test/unit/$test" --gtest_brief=1
+  done
 fi
 
 # ---- fuzzing the readers of untrusted input ------------------------------------
@@ -86,7 +111,7 @@ if [ "${COZ_SKIP_FUZZ:-0}" != 1 ]; then
   # earlier crash, kept as a regression file) are read from SEEDS.
   fuzz() {
     local name=$1 seeds=$2 max_len=$3 status=0
-    echo "== fuzzing $name for ${fuzz_seconds} s ($fuzz_build)"
+    echo "[${SECONDS} s] == fuzzing $name for ${fuzz_seconds} s ($fuzz_build)"
     mkdir -p "$fuzz_build/$name-corpus" "$fuzz_build/$name-artifacts"
     LSAN_OPTIONS="suppressions=$fuzz_build/lsan.supp:print_suppressions=0" \
       "$fuzz_build/$name" -max_total_time="$fuzz_seconds" -timeout=5 -rss_limit_mb=2048 -max_len="$max_len" \
@@ -105,3 +130,4 @@ if [ "${COZ_SKIP_FUZZ:-0}" != 1 ]; then
   fuzz profile_reader_fuzz "$top/test/fuzz/corpus" 8192
   fuzz elf_reader_fuzz "$top/test/fuzz/corpus-elf" 16384
 fi
+echo "[${SECONDS} s] run-tests: everything passed"
