@@ -23,8 +23,10 @@ fuzz_seconds="${COZ_FUZZ_SECONDS:-20}"  # per target
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 # The benchmarks are not tests (bench/run runs them): not built here.
+echo "[${SECONDS} s] == build ($build)"
 cmake -S "$top" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOZ_WARNINGS_AS_ERRORS=ON -DCOZ_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build"
+echo "[${SECONDS} s] == tests"
 (cd "$build" && ctest --output-on-failure -j2 --timeout 600)
 
 # ---- unit tests under ASan + UBSan ------------------------------------------------
