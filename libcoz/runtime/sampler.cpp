@@ -24,6 +24,7 @@
 #include "log.h"
 #include "unwinder.h"
 #include "real.h"
+#include "sample_policy.h"
 #include "futex_lock.h"
 #include "signal_stack.h"
 #include "no_destroy.h"
@@ -54,18 +55,12 @@ void stop_signals(int perf_fd) { sys::raw_syscall6(SYS_fcntl, perf_fd, F_SETFL, 
 /// How many times faster than the configured period user-time samplers
 /// sample now (Config::delay_sampling_rate during experiments, else 1).
 uint64_t short_period_rate(const Runtime& rt) {
-  uint64_t period = rt.sample_period_ns.load(std::memory_order_relaxed);
-  if (period == 0 || period >= rt.config.sample_period_ns) return 1;
-  return rt.config.sample_period_ns / period;
+  return sample_policy::short_period_rate(rt.config.sample_period_ns, rt.sample_period_ns.load(std::memory_order_relaxed));
 }
 
-/// Whether this sample enters the profile's counts. While threads sample
-/// faster than the configured period (an experiment that inserts delays),
-/// only one sample in `rate` does, so that every count in the profile stays
-/// one per configured period of CPU time, whenever it was taken.
+/// Whether this sample enters the profile's counts (sample_policy.h).
 bool counted_in_profile(const Runtime& rt, ThreadState& t) {
-  uint64_t rate = short_period_rate(rt);
-  return rate == 1 || ++t.short_period_samples % rate == 0;
+  return sample_policy::counted_in_profile(short_period_rate(rt), t.short_period_samples);
 }
 
 void on_sample_signal(int, siginfo_t*, void* context);
@@ -411,34 +406,6 @@ bool start_timer_sampling(ThreadState& t, const Config& config) {
   return true;
 }
 
-/// The longest sample record: header, IP, ABI, 3 registers, the stack's
-/// size, the stack, and how much of it was copied.
-constexpr uint64_t longest_sample_record = sizeof(perf_event_header) + 7 * sizeof(uint64_t) + Config::stack_sample_bytes;
-
-/// Records a ring without signals holds per drain interval of the profiler
-/// thread (quiet_drain_interval_ns). Its drains came up to 4x late here:
-/// sleeps overshooting by 1-3 ms in this virtual machine, and the munmap of
-/// a retired ring taking 1-6 ms. At 2, kernel-time rings lost 3-22 samples
-/// in 1 run of scale in 8.
-constexpr uint64_t unsignalled_drains_per_ring = 8;
-
-/// The profiler thread drains the rings no signal drains at most this
-/// often. It runs at real-time priority: at --period 10us it woke every 30
-/// us for them and took the CPU from the program (a 40 ms program took 3 to
-/// 66 s, and the threads' own drains, skipped while it held their rings,
-/// lost millions of samples). Their samplers run at a multiple of the
-/// period instead (unsignalled_period_ns).
-constexpr uint64_t min_unsignalled_drain_ns = 1'000'000;
-
-/// Data pages (a power of two) for a ring that holds `records` of the
-/// longest kind.
-unsigned ring_pages_for(uint64_t records) {
-  uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  unsigned pages = 1;
-  while (pages * page < records * longest_sample_record) pages *= 2;
-  return pages;
-}
-
 /// Whether the kernel counts our rings against a locked-memory limit: for
 /// a user without CAP_IPC_LOCK, perf_event_mlock_kb per CPU, then
 /// RLIMIT_MEMLOCK (~9 MB here). Root, the usual case, has no limit.
@@ -450,33 +417,19 @@ bool memlock_limited() {
   return limited;
 }
 
-/// Ring pages per thread, sized to fit just under a power of two. A thread
-/// signalled per sample drains its ring at each one: room for 15 records
-/// rides out late signals and a hurried period (7 lost ~0.5% of the samples
-/// of short threads). A ring that no signal drains all of (a quiet run's,
-/// or one that takes kernel-time samples too) holds 31. At 4 KiB of stack
-/// per sample, 64 or 128 KiB per thread. Under a locked-memory limit, 3 and
-/// 7 (16 and 32 KiB): with the larger rings, a user's ~9 MB ran out at 130
-/// threads (two rings per thread then).
-unsigned ring_data_pages(bool unsignalled) {
-  if (memlock_limited()) return ring_pages_for(unsignalled ? 7 : 3);
-  return ring_pages_for(unsignalled ? 31 : 15);
+/// This process's rings (sample_policy.h).
+sample_policy::Memory ring_memory() {
+  return {static_cast<uint64_t>(sysconf(_SC_PAGESIZE)), memlock_limited()};
 }
 
-/// Sample periods a ring no signal drains holds, per drain of the profiler
-/// thread (unsignalled_drains_per_ring drains per fill).
-uint64_t periods_per_unsignalled_drain() {
-  uint64_t ring_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) * ring_data_pages(true);
-  uint64_t samples_that_fit = std::max<uint64_t>(2, ring_bytes / longest_sample_record);
-  return std::max<uint64_t>(1, samples_that_fit / unsignalled_drains_per_ring);
-}
+unsigned ring_data_pages(bool unsignalled) { return sample_policy::ring_data_pages(unsignalled, ring_memory()); }
 
 std::atomic<bool> g_ring_shrunk_warned{false};
 
 /// Maps `ring` with `pages` data pages, or with fewer, down to room for one
 /// record, where the locked-memory limit refuses (memlock_limited).
 bool map_ring(PerfRing& ring, int fd, unsigned pages) {
-  const unsigned smallest = ring_pages_for(1);
+  const unsigned smallest = sample_policy::ring_pages_for(1, ring_memory().page_size);
   for (unsigned p = pages; p >= smallest; p /= 2) {
     if (ring.map(fd, p)) {
       if (p < pages) {
@@ -805,15 +758,11 @@ bool kernel_sampling() { return g_kernel_sampling.load(std::memory_order_relaxed
 bool timer_sampling() { return g_use_timers.load(std::memory_order_relaxed); }
 
 uint64_t unsignalled_period_ns(const Config& config) {
-  uint64_t per_drain = config.sample_period_ns * periods_per_unsignalled_drain();
-  uint64_t weight = std::max<uint64_t>(1, (min_unsignalled_drain_ns + per_drain - 1) / per_drain);
-  return config.sample_period_ns * weight;
+  return sample_policy::unsignalled_period_ns(config.sample_period_ns, ring_memory());
 }
 
 uint64_t quiet_drain_interval_ns(const Config& config) {
-  // Such rings fill at unsignalled_period_ns: a quiet run's samplers never
-  // change their period, and the kernel-time sampler keeps its own.
-  return unsignalled_period_ns(config) * periods_per_unsignalled_drain();
+  return sample_policy::quiet_drain_interval_ns(config.sample_period_ns, ring_memory());
 }
 
 void unmap_retired_rings(uint64_t budget_ns) {

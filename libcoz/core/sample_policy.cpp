@@ -1,0 +1,41 @@
+#include "sample_policy.h"
+
+#include <algorithm>
+
+namespace coz::sample_policy {
+
+unsigned ring_pages_for(uint64_t records, uint64_t page_size) {
+  unsigned pages = 1;
+  while (pages * page_size < records * longest_record) pages *= 2;
+  return pages;
+}
+
+unsigned ring_data_pages(bool unsignalled, const Memory& memory) {
+  if (memory.memlock_limited) return ring_pages_for(unsignalled ? 7 : 3, memory.page_size);
+  return ring_pages_for(unsignalled ? 31 : 15, memory.page_size);
+}
+
+uint64_t periods_per_unsignalled_drain(const Memory& memory) {
+  uint64_t ring_bytes = memory.page_size * ring_data_pages(true, memory);
+  uint64_t samples_that_fit = std::max<uint64_t>(2, ring_bytes / longest_record);
+  return std::max<uint64_t>(1, samples_that_fit / unsignalled_drains_per_ring);
+}
+
+uint64_t unsignalled_period_ns(uint64_t period_ns, const Memory& memory) {
+  uint64_t per_drain = period_ns * periods_per_unsignalled_drain(memory);
+  uint64_t weight = std::max<uint64_t>(1, (min_unsignalled_drain_ns + per_drain - 1) / per_drain);
+  return period_ns * weight;
+}
+
+uint64_t quiet_drain_interval_ns(uint64_t period_ns, const Memory& memory) {
+  // Such rings fill at unsignalled_period_ns: a quiet run's samplers never
+  // change their period, and the kernel-time sampler keeps its own.
+  return unsignalled_period_ns(period_ns, memory) * periods_per_unsignalled_drain(memory);
+}
+
+uint64_t short_period_rate(uint64_t configured_ns, uint64_t current_ns) {
+  if (current_ns == 0 || current_ns >= configured_ns) return 1;
+  return configured_ns / current_ns;
+}
+
+}  // namespace coz::sample_policy

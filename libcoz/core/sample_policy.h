@@ -1,0 +1,84 @@
+// How often samples are taken and how much ring holds them: the sampling
+// policy of the runtime (libcoz/runtime/sampler.cpp), as functions of the
+// configured period, the page size and whether a locked-memory limit
+// applies, so that it can be tested without perf_event.
+//
+// Two kinds of rings: one drained by its thread's signal at every sample,
+// and one that no signal drains (a quiet run's, or one that also takes
+// kernel-time samples), which the profiler thread drains. The second kind
+// must not fill between two drains, and the profiler thread must not wake
+// for it more often than every min_unsignalled_drain_ns: at a short
+// period, its samplers run at a multiple of the period instead, and each of
+// their samples stands for that many periods.
+#pragma once
+
+#include <linux/perf_event.h>
+
+#include <cstdint>
+
+#include "config.h"
+
+namespace coz::sample_policy {
+
+/// The longest sample record: header, IP, ABI, 3 registers, the stack's
+/// size, the stack, and how much of it was copied.
+constexpr uint64_t longest_record = sizeof(perf_event_header) + 7 * sizeof(uint64_t) + Config::stack_sample_bytes;
+
+/// Drains per fill of a ring no signal drains. Its drains came up to 4x
+/// late here: sleeps overshooting by 1-3 ms in this virtual machine, and the
+/// munmap of a retired ring taking 1-6 ms. At 2, kernel-time rings lost
+/// 3-22 samples in 1 run of scale in 8.
+constexpr uint64_t unsignalled_drains_per_ring = 8;
+
+/// The profiler thread drains the rings no signal drains at most this
+/// often. It runs at real-time priority: at --period 10us it woke every 30
+/// us for them and took the CPU from the program (a 40 ms program took 3 to
+/// 66 s, and the threads' own drains, skipped while it held their rings,
+/// lost millions of samples).
+constexpr uint64_t min_unsignalled_drain_ns = 1'000'000;
+
+/// What the rings are made of.
+struct Memory {
+  uint64_t page_size = 4096;
+  /// The kernel counts the rings against a locked-memory limit (a user
+  /// without CAP_IPC_LOCK; root has none).
+  bool memlock_limited = false;
+};
+
+/// Data pages (a power of two) for a ring that holds `records` of the longest kind.
+unsigned ring_pages_for(uint64_t records, uint64_t page_size);
+
+/// Data pages per thread. A thread signalled per sample drains its ring at
+/// each one: room for 15 records rides out late signals and a hurried
+/// period (7 lost ~0.5% of the samples of short threads). A ring that no
+/// signal drains holds 31. At 4 KiB of stack per sample, 64 or 128 KiB per
+/// thread. Under a locked-memory limit, 3 and 7 (16 and 32 KiB): with the
+/// larger rings, a user's ~9 MB ran out at 130 threads (two rings per
+/// thread then).
+unsigned ring_data_pages(bool unsignalled, const Memory& memory);
+
+/// Sample periods a ring no signal drains holds per drain of the profiler
+/// thread (unsignalled_drains_per_ring drains per fill; one per record
+/// where the ring holds fewer records, as under a locked-memory limit).
+uint64_t periods_per_unsignalled_drain(const Memory& memory);
+
+/// The period of the samplers whose rings no signal drains: the configured
+/// one, or the smallest multiple of it whose rings need draining at most
+/// every min_unsignalled_drain_ns. Each of their samples stands for
+/// unsignalled_period_ns / period configured periods.
+uint64_t unsignalled_period_ns(uint64_t period_ns, const Memory& memory);
+
+/// How often the profiler thread drains those rings.
+uint64_t quiet_drain_interval_ns(uint64_t period_ns, const Memory& memory);
+
+/// How many times faster than the configured period user-time samplers
+/// sample at `current_ns` (an experiment that inserts delays shortens it).
+uint64_t short_period_rate(uint64_t configured_ns, uint64_t current_ns);
+
+/// Whether a thread's next sample at that rate enters the profile's counts:
+/// one in `rate`, so that every count in the profile stays one per
+/// configured period of CPU time, whenever it was taken. `counter` is the
+/// thread's own (ThreadState::short_period_samples).
+inline bool counted_in_profile(uint64_t rate, uint32_t& counter) { return rate == 1 || ++counter % rate == 0; }
+
+}  // namespace coz::sample_policy

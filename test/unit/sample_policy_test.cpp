@@ -1,0 +1,79 @@
+// The runtime's sampling policy (sample_policy.h): ring sizes, the period of
+// the samplers no signal drains, and the counting of samples taken at a
+// shortened period.
+#include "sample_policy.h"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+namespace coz::sample_policy {
+namespace {
+
+constexpr uint64_t us = 1'000;
+constexpr uint64_t ms = 1'000'000;
+const Memory root{4096, false};
+const Memory limited{4096, true};
+
+TEST(SamplePolicy, RingsHoldTheirRecordsInAPowerOfTwoOfPages) {
+  EXPECT_EQ(ring_pages_for(1, 4096), 2u) << "one record is a little over a page";
+  for (uint64_t records : {1, 3, 7, 15, 31}) {
+    const unsigned pages = ring_pages_for(records, 4096);
+    EXPECT_EQ(pages & (pages - 1), 0u) << records;
+    EXPECT_GE(pages * 4096, records * longest_record) << records;
+    EXPECT_LT((pages / 2) * 4096, records * longest_record) << records << ": the smallest that fits";
+  }
+  EXPECT_EQ(ring_data_pages(false, root), 16u);  // 64 KiB
+  EXPECT_EQ(ring_data_pages(true, root), 32u);   // 128 KiB
+  EXPECT_EQ(ring_data_pages(false, limited), 4u);
+  EXPECT_EQ(ring_data_pages(true, limited), 8u);
+}
+
+TEST(SamplePolicy, ARingNoSignalDrainsNeverFillsBetweenDrains) {
+  for (const Memory& memory : {root, limited}) {
+    const uint64_t per_drain = periods_per_unsignalled_drain(memory);
+    const uint64_t fit = memory.page_size * ring_data_pages(true, memory) / longest_record;
+    EXPECT_GE(per_drain, 1u);
+    // Room for every drain to come late: 8 drains per fill, or one per
+    // record where the ring holds fewer (7 under a locked-memory limit).
+    EXPECT_GE(fit / per_drain, std::min<uint64_t>(unsignalled_drains_per_ring, fit));
+  }
+}
+
+TEST(SamplePolicy, TheProfilerThreadDrainsAtMostEveryMillisecond) {
+  for (const Memory& memory : {root, limited}) {
+    for (uint64_t period : {10 * us, 20 * us, 50 * us, 100 * us, 500 * us, 1 * ms, 10 * ms}) {
+      const uint64_t slow = unsignalled_period_ns(period, memory);
+      EXPECT_EQ(slow % period, 0u) << period << ": each of its samples stands for whole periods";
+      EXPECT_GE(slow, period);
+      EXPECT_GE(quiet_drain_interval_ns(period, memory), min_unsignalled_drain_ns) << period;
+      const uint64_t weight = slow / period;
+      if (weight > 1) {  // no slower than it must be: one period less would drain too often
+        EXPECT_LT((weight - 1) * period * periods_per_unsignalled_drain(memory), min_unsignalled_drain_ns) << period;
+      }
+    }
+  }
+  EXPECT_EQ(unsignalled_period_ns(1 * ms, root), 1 * ms) << "the default period is kept";
+}
+
+TEST(SamplePolicy, AShortenedPeriodSamplesThatManyTimesFaster) {
+  EXPECT_EQ(short_period_rate(1 * ms, 1 * ms), 1u);
+  EXPECT_EQ(short_period_rate(1 * ms, 500 * us), 2u);
+  EXPECT_EQ(short_period_rate(1 * ms, 250 * us), 4u);
+  EXPECT_EQ(short_period_rate(1 * ms, 2 * ms), 1u) << "never slower than configured";
+  EXPECT_EQ(short_period_rate(1 * ms, 0), 1u) << "no period set yet";
+}
+
+TEST(SamplePolicy, OneSampleInRateIsCounted) {
+  for (uint64_t rate : {1, 2, 4}) {
+    for (uint64_t start : {0, 1, 7}) {  // threads start at a random count
+      uint32_t counter = static_cast<uint32_t>(start);
+      int counted = 0;
+      for (int i = 0; i < 400; ++i) counted += counted_in_profile(rate, counter);
+      EXPECT_EQ(counted, static_cast<int>(400 / rate)) << "rate " << rate << ", start " << start;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace coz::sample_policy
