@@ -84,11 +84,6 @@ bool read_entry_table(Cursor& cur, const FormContext& ctx, bool directories, Hea
   if (format_count > std::size(formats)) return false;
   for (unsigned i = 0; i < format_count; ++i) formats[i] = {cur.uleb(), cur.uleb()};
   uint64_t count = cur.uleb();
-  // An entry that takes no bytes (no formats, or only DW_FORM_flag_present)
-  // says nothing, and a count of 2^64 of them was a hang with a vector
-  // growing to gigabytes (found by test/fuzz/elf_reader_fuzz.cpp). Every
-  // real entry holds a path, so each one reads at least a byte.
-  if (count > cur.remaining()) return false;
   for (uint64_t n = 0; n < count && cur.ok(); ++n) {
     const size_t entry_start = cur.offset();
     std::string_view path;
@@ -99,6 +94,11 @@ bool read_entry_table(Cursor& cur, const FormContext& ctx, bool directories, Hea
       if (formats[i].content == lnct_path && v.is_string) path = v.string;
       if (formats[i].content == lnct_directory_index && !v.is_string) dir_index = v.number;
     }
+    // An entry that takes no bytes (no formats, or only DW_FORM_flag_present)
+    // says nothing, and a count of 2^62 of them was a hang with a vector
+    // growing to gigabytes (found by test/fuzz/elf_reader_fuzz.cpp). Every
+    // real entry holds a path, so each reads at least a byte, and the loop
+    // ends with the unit's bytes whatever the count says.
     if (cur.offset() == entry_start) return false;
     if (directories) {
       // Entry 0 is the compilation directory; the others are relative to it.

@@ -33,9 +33,4 @@ uint64_t quiet_drain_interval_ns(uint64_t period_ns, const Memory& memory) {
   return unsignalled_period_ns(period_ns, memory) * periods_per_unsignalled_drain(memory);
 }
 
-uint64_t short_period_rate(uint64_t configured_ns, uint64_t current_ns) {
-  if (current_ns == 0 || current_ns >= configured_ns) return 1;
-  return configured_ns / current_ns;
-}
-
 }  // namespace coz::sample_policy

@@ -73,7 +73,11 @@ uint64_t quiet_drain_interval_ns(uint64_t period_ns, const Memory& memory);
 
 /// How many times faster than the configured period user-time samplers
 /// sample at `current_ns` (an experiment that inserts delays shortens it).
-uint64_t short_period_rate(uint64_t configured_ns, uint64_t current_ns);
+/// Inline: every sample asks, on the sampling path.
+inline uint64_t short_period_rate(uint64_t configured_ns, uint64_t current_ns) {
+  if (current_ns == 0 || current_ns >= configured_ns) return 1;
+  return configured_ns / current_ns;
+}
 
 /// Whether a thread's next sample at that rate enters the profile's counts:
 /// one in `rate`, so that every count in the profile stays one per
