@@ -28,11 +28,14 @@ constexpr uint64_t ms = 1'000'000;  // ns
 // Builds profiles without going through the text format.
 class ProfileBuilder {
  public:
-  ProfileBuilder& experiment(const std::string& line, double speedup, uint64_t duration_ns) {
+  /// `selected_samples`: 0 makes an experiment at a speedup untreated (no delay).
+  ProfileBuilder& experiment(const std::string& line, double speedup, uint64_t duration_ns,
+                             uint64_t selected_samples = 5) {
     Experiment e;
     e.selected = line;
     e.speedup = speedup;
     e.duration_ns = duration_ns;
+    e.selected_samples = selected_samples;
     p_.experiments.push_back(e);
     return *this;
   }
@@ -104,6 +107,31 @@ TEST(Analysis, SlowerProgramIsNegative) {
   b.experiment("a.c:1", 1.0, 100 * ms).visits("p", 8);  // P = 12.5 ms
   Analysis a = analyze(b.get());
   EXPECT_NEAR(a.effects.at(0).curve.at(1).program_speedup, -0.25, 1e-12);
+}
+
+TEST(Analysis, AnExperimentThatInsertedNoDelayIsLeftOut) {
+  // b.c:2 was tried at 50% but never sampled: no delay, so its slow run
+  // says nothing about b.c:2 and must not move the pooled baseline either.
+  ProfileBuilder b;
+  b.experiment("a.c:1", 0.0, 100 * ms).visits("p", 10);
+  b.experiment("a.c:1", 0.5, 100 * ms).visits("p", 20);
+  b.experiment("b.c:2", 0.5, 100 * ms, 0).visits("p", 5);
+  b.experiment("b.c:2", 0.0, 100 * ms, 0).visits("p", 10);  // a 0% run is a baseline, sampled or not
+  Analysis a = analyze(b.get());
+  ASSERT_EQ(a.points.size(), 1u);
+  EXPECT_EQ(a.points[0].experiments, 4u);
+  EXPECT_EQ(a.points[0].baseline_experiments, 2u);
+  EXPECT_DOUBLE_EQ(a.points[0].baseline_ns, 10.0 * ms);
+  const LineEffect* rare = nullptr;
+  for (const LineEffect& e : a.effects) {
+    if (e.line == "b.c:2") rare = &e;
+  }
+  ASSERT_TRUE(rare);
+  EXPECT_FALSE(rare->measured);
+  EXPECT_EQ(rare->label, Label::Unmeasured);
+  EXPECT_EQ(rare->experiments, 2u);
+  EXPECT_EQ(rare->untreated_experiments, 1u);
+  EXPECT_EQ(rare->measured_experiments, 0u);
 }
 
 TEST(Analysis, ZeroDeltaStillCountsItsDuration) {
@@ -797,7 +825,7 @@ TEST_P(Vector, MatchesExpectedAnalysis) { check_vector(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(TestVectors, Vector,
                          ::testing::Values("basic", "latency", "coz-tab", "coz-json", "merged", "undecided", "fdr",
-                                           "corrupt", "conventional", "callee"),
+                                           "corrupt", "conventional", "callee", "untreated"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');

@@ -94,7 +94,8 @@ struct TrueLine {
 /// Runs experiments as the runtime does (speedups: 25% at 0, else 5%
 /// steps), each 100 ms on a program with a 0.2 ms period, Poisson visits;
 /// lines by samples, or aimed as the monitor aims them after its warm-up
-/// (and with its share of baselines).
+/// (and with its share of baselines). Two threads sampled every 1 ms: the
+/// selected line takes Poisson(share x 200) samples.
 class SimulatedRun {
  public:
   SimulatedRun(std::vector<TrueLine> lines, uint64_t seed)
@@ -144,6 +145,8 @@ class SimulatedRun {
     e.selected = lines_[line].name;
     e.speedup = speedup;
     e.duration_ns = duration;
+    // Its own stream, so that the experiments drawn stay those of runs before it was counted.
+    e.selected_samples = std::poisson_distribution<uint64_t>(lines_[line].sample_share * 200)(samples_rng_);
     e.throughput.push_back({"p", std::poisson_distribution<uint64_t>(mean_visits)(rng_)});
     profile_.experiments.push_back(e);
   }
@@ -170,6 +173,7 @@ class SimulatedRun {
 
   std::vector<TrueLine> lines_;
   std::mt19937_64 rng_;
+  std::mt19937_64 samples_rng_{7};
   Config config_;
   ExperimentScheduler scheduler_;
   std::vector<AimWeight> aim_;
@@ -206,6 +210,30 @@ TEST(Settling, NotSettledWhileATopLineIsOpen) {
   ASSERT_EQ(s.points.size(), 1u);
   EXPECT_FALSE(s.points[0].blocking.empty());
   EXPECT_GT(s.experiments_to_settle, 0u);
+}
+
+TEST(Settling, ALineTooRareToTryDoesNotHoldTheAnswer) {
+  // Two lines settled; a third tried 12 times at a speedup but never
+  // sampled, so never delayed: nothing more experiments could settle.
+  SimulatedRun run({{"a.c:1", 0.6, 0.5}, {"a.c:2", 0.0, 0.5}}, 1);
+  run.run(300, false);
+  Profile profile = run.profile();
+  for (int i = 0; i < 12; ++i) {
+    Experiment e;
+    e.selected = "a.c:3";
+    e.speedup = 0.5;
+    e.duration_ns = 100 * ms;
+    e.selected_samples = 0;
+    e.throughput.push_back({"p", 500});
+    profile.experiments.push_back(e);
+  }
+  Analysis a = analyze(profile);
+  const LineEffect* rare = effect_of(a, "a.c:3");
+  ASSERT_TRUE(rare);
+  EXPECT_EQ(rare->label, Label::Unmeasured);
+  EXPECT_EQ(rare->untreated_experiments, 12u);
+  Settling s = settle_state(a, 3);
+  EXPECT_TRUE(s.settled) << s.points[0].blocking.size() << " blocking";
 }
 
 TEST(Settling, NothingMeasuredIsNotSettled) {

@@ -126,6 +126,21 @@ TEST(TextReport, UnmeasuredEffectsShowDashes) {
   EXPECT_NE(cold.find("unmeasured"), std::string::npos) << cold;
 }
 
+TEST(TextReport, ALineNeverSampledInItsExperimentsRarelyRuns) {
+  Analysis a = sample();
+  LineEffect rare;
+  rare.line = "src/init.cpp:3";
+  rare.point = "request";
+  rare.experiments = rare.untreated_experiments = 6;  // tried at a speedup, never sampled
+  a.effects.push_back(rare);
+  std::string row;
+  for (const std::string& l : lines_of(render(a))) {
+    if (l.find("src/init.cpp:3") != std::string::npos) row = l;
+  }
+  EXPECT_NE(row.find("rarely runs"), std::string::npos) << row;
+  EXPECT_EQ(row.find("unmeasured"), std::string::npos) << row;
+}
+
 TEST(TextReport, NoEffectAndUndecidedSaySo) {
   Analysis a = sample();
   a.effects.push_back(effect("src/flat.cpp:2", "request", 0.001, {{0.5, 0.002}}));

@@ -124,8 +124,7 @@ def read(files, base):
                     if not math.isfinite(sp) or not (0 <= sp <= 1):
                         raise ValueError("speedup")
                     e = dict(selected=sel, speedup=sp, duration=parse_count(f.get("duration")),
-                             tp=[], lat=[])
-                    parse_count(f.get("selected-samples"))
+                             selected_samples=parse_count(f.get("selected-samples")), tp=[], lat=[])
                     prof["experiments"].append(e)
                     current = e
                 elif typ in ("throughput-point", "progress-point"):
@@ -299,19 +298,28 @@ def ratio(c):
 
 def analyze(prof, halves=True):
     obs = {}  # (name, kind) -> list of (line, bucket, x, y, d)
+    untreated = {}  # (name, kind) -> {line: experiments at s > 0 with no selected sample}, section 2
     for e in prof["experiments"]:
         b = int(math.floor(e["speedup"] * 20 + 0.5))
-        for n, d in e["tp"]:
-            obs.setdefault((n, "throughput"), []).append((e["selected"], b, d, float(e["duration"]), e["duration"]))
+        left_out = b > 0 and e["selected_samples"] == 0
+        records = [((n, "throughput"), (e["selected"], b, d, float(e["duration"]), e["duration"])) for n, d in e["tp"]]
         for n, a, L in e["lat"]:
-            lst = obs.setdefault((n, "latency"), [])
+            obs.setdefault((n, "latency"), [])
             if e["duration"] > 0:
-                lst.append((e["selected"], b, a, e["duration"] * L, e["duration"]))
+                records.append(((n, "latency"), (e["selected"], b, a, e["duration"] * L, e["duration"])))
+        for key, o in records:
+            if left_out:
+                obs.setdefault(key, [])
+                u = untreated.setdefault(key, {})
+                u[e["selected"]] = u.get(e["selected"], 0) + 1
+            else:
+                obs.setdefault(key, []).append(o)
     total = sum(prof["samples"].values())
     top_callees = callees(prof["stacks"])
     points, effects = [], []
     for (name, kind) in sorted(obs):
         ol = obs[(name, kind)]
+        left_out = untreated.get((name, kind), {})
         cells, base = {}, dict(n=0, x=0, y=0.0, d=0)
         for line, b, x, y, d in ol:
             for c in ([cells.setdefault((line, b), dict(n=0, x=0, y=0.0, d=0))] + ([base] if b == 0 else [])):
@@ -338,17 +346,20 @@ def analyze(prof, halves=True):
         dof = N - len(K)
         phi = s / dof if dof > 0 else NAN
         usable = base["x"] > 0 and ratio(base) > 0
-        points.append(dict(name=name, kind=kind, experiments=len(ol), dispersion=phi, dispersion_dof=dof,
+        points.append(dict(name=name, kind=kind, experiments=len(ol) + sum(left_out.values()),
+                           dispersion=phi, dispersion_dof=dof,
                            baseline_ns=ratio(base) if usable else NAN, baseline_experiments=base["n"],
                            baseline_visits=base["x"]))
-        for line in sorted({k[0] for k in cells}):
+        for line in sorted({k[0] for k in cells} | set(left_out)):
             mine = sorted((b, c) for (l, b), c in cells.items() if l == line)
-            eff = dict(line=line, point=name, kind=kind, experiments=sum(c["n"] for _, c in mine),
+            eff = dict(line=line, point=name, kind=kind,
+                       experiments=sum(c["n"] for _, c in mine) + left_out.get(line, 0),
                        samples=prof["samples"].get(line, 0), function=prof["functions"].get(line, ""),
                        callee=top_callees.get(line), function_unit=False,
                        impact=0.0, impact_se=NAN, impact_low=NAN, impact_high=NAN, slope=NAN, slope_se=NAN,
                        slope_low=NAN, slope_high=NAN, max_effect=0.0, experiments_needed=None,
-                       measured_experiments=0, p_value=None, adjusted_low=None, adjusted_high=None,
+                       measured_experiments=0, untreated_experiments=left_out.get(line, 0),
+                       p_value=None, adjusted_low=None, adjusted_high=None,
                        measured=False, baseline="none", baseline_ns=NAN, curve=[], label="unmeasured")
             unit = function_of_unit(prof, line)
             if unit:  # section 9: a function unit gets all the samples of its function's lines

@@ -84,6 +84,8 @@ struct PointData {
   std::vector<Observation> observations;  // profile order
   std::map<CellKey, Cell> cells;
   Cell baseline;  // every bucket-0 observation
+  std::map<std::string, uint64_t> untreated;  // per line: experiments left out (section 2)
+  uint64_t untreated_total = 0;
   double dispersion = nan;
   int64_t dof = 0;
 };
@@ -177,6 +179,8 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
   auto first = d.cells.lower_bound({line, std::numeric_limits<int>::min()});
   auto last = d.cells.upper_bound({line, std::numeric_limits<int>::max()});
   for (auto it = first; it != last; ++it) eff.experiments += it->second.n;
+  if (auto it = d.untreated.find(line); it != d.untreated.end()) eff.untreated_experiments = it->second;
+  eff.experiments += eff.untreated_experiments;
 
   const Cell* base = nullptr;
   if (options.baseline == Baseline::Line) {
@@ -254,13 +258,27 @@ CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, 
   std::map<PointKey, PointData> points;
   for (const Experiment* e : experiments) {
     int bucket = speedup_bucket(e->speedup);
+    // No sample in the selected line, no pause: nothing was tried.
+    const bool untreated = bucket > 0 && e->selected_samples == 0;
+    auto leave_out = [&](PointData& d) {
+      ++d.untreated[e->selected];
+      ++d.untreated_total;
+    };
     for (const ThroughputMeasurement& t : e->throughput) {
-      points[{t.name, PointKind::Throughput}].observations.push_back(
-          {&e->selected, bucket, t.delta, static_cast<double>(e->duration_ns), e->duration_ns});
+      PointData& d = points[{t.name, PointKind::Throughput}];
+      if (untreated) {
+        leave_out(d);
+        continue;
+      }
+      d.observations.push_back({&e->selected, bucket, t.delta, static_cast<double>(e->duration_ns), e->duration_ns});
     }
     for (const LatencyMeasurement& l : e->latency) {
       PointData& d = points[{l.name, PointKind::Latency}];
       if (e->duration_ns == 0) continue;  // no arrival rate: says nothing about latency
+      if (untreated) {
+        leave_out(d);
+        continue;
+      }
       double in_flight = l.mean_in_flight >= 0.0 ? l.mean_in_flight : static_cast<double>(l.difference);
       d.observations.push_back(
           {&e->selected, bucket, l.arrivals, static_cast<double>(e->duration_ns) * in_flight, e->duration_ns});
@@ -277,7 +295,7 @@ CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, 
 
     PointSummary summary;
     std::tie(summary.name, summary.kind) = key;
-    summary.experiments = d.observations.size();
+    summary.experiments = d.observations.size() + d.untreated_total;
     summary.dispersion = d.dispersion;
     summary.dispersion_dof = d.dof;
     summary.baseline_ns = d.baseline.usable_baseline() ? d.baseline.ratio() : nan;
@@ -287,6 +305,7 @@ CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, 
     // Verdicts are over every line of the point, whatever the filters keep.
     std::set<std::string> lines;
     for (const auto& [cell_key, cell] : d.cells) lines.insert(cell_key.first);
+    for (const auto& [line, n] : d.untreated) lines.insert(line);
     std::vector<LineEffect> all;
     for (const std::string& line : lines) all.push_back(make_effect(line, key, d, options));
     decide(all, summary);

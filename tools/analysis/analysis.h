@@ -84,6 +84,7 @@ struct LineEffect {
   uint64_t experiments = 0;   // the line's observations of the point, its 0% ones included
   std::optional<uint64_t> experiments_needed;  // 0 when settled; nullopt when unknowable
   uint64_t measured_experiments = 0;  // experiments of its curve points at s > 0
+  uint64_t untreated_experiments = 0;  // at s > 0 without a sample in the line: no delay, counted at 0%
   double p_value = undefined;       // two-sided, of the impact; NaN when not tested (docs/analysis.md section 7)
   double adjusted_low = undefined;  // the discoveries' interval widened for the false discovery rate; NaN otherwise
   double adjusted_high = undefined;

@@ -197,7 +197,8 @@ void effect(Json& j, const LineEffect& e) {
     j.null();
   }
   j.newline(5);
-  j.field("measured_experiments", e.measured_experiments).field("p_value", e.p_value);
+  j.field("measured_experiments", e.measured_experiments).field("untreated_experiments", e.untreated_experiments);
+  j.field("p_value", e.p_value);
   j.field("adjusted_low", e.adjusted_low).field("adjusted_high", e.adjusted_high);
   j.newline(5);
   j.field("samples", e.samples).field("sample_share", e.sample_share).field("function", e.function);

@@ -490,6 +490,12 @@ function verdict(e: LineEffect, p: PointSummary | undefined): { text: string; wh
     case "insufficient-data":
       return { text: "too few experiments", why: "Too few experiments for this progress point to estimate its noise: no interval yet." };
     default:
+      if (e.untreated_experiments > 0) {
+        return {
+          text: "runs too rarely to test",
+          why: `Its ${count(e.untreated_experiments)} experiments at a non-zero speedup took no sample in the line, so they inserted no delay: they are left out of the estimates.`,
+        };
+      }
       return { text: "not measured", why: "No experiment at a non-zero speedup of this line reached the progress point (or there is no 0% baseline)." };
   }
 }

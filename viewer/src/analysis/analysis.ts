@@ -49,6 +49,7 @@ export interface LineEffect {
   experiments: number;
   experiments_needed: number | null;
   measured_experiments: number; // experiments of its curve points at s > 0
+  untreated_experiments: number; // at s > 0 without a sample in the line: no delay, left out (§2)
   p_value: number | null; // two-sided, of the impact; null when not tested (§7)
   adjusted_low: number | null; // a discovery's interval, widened for the false discovery rate; null otherwise
   adjusted_high: number | null;
@@ -179,6 +180,7 @@ interface PointData {
   cells: Cell[];
   lines: Map<string, Map<number, Cell>>; // line -> bucket -> cell, in first-seen order
   base: { n: number; X: number; Y: number };
+  untreated: Map<string, number>; // per line: experiments left out (§2)
 }
 
 /** §3: Pearson's statistic over every cell of the point; null when N <= K. */
@@ -235,9 +237,10 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
     slope_low: null,
     slope_high: null,
     max_effect: 0,
-    experiments: buckets.reduce((n, b) => n + cells.get(b)!.n, 0),
+    experiments: buckets.reduce((n, b) => n + cells.get(b)!.n, 0) + (p.untreated.get(line) ?? 0),
     experiments_needed: null,
     measured_experiments: 0,
+    untreated_experiments: p.untreated.get(line) ?? 0,
     p_value: null,
     adjusted_low: null,
     adjusted_high: null,
@@ -335,12 +338,16 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
 function causalEffects(experiments: Experiment[], mode: BaselineMode, only: string, minExperiments: number) {
   // §2: observations and cells, per point key, in profile order.
   const points = new Map<string, PointData>();
-  const observe = (name: string, kind: PointKind, line: string, bucket: number, x: number, y: number, d: number) => {
+  const observe = (name: string, kind: PointKind, line: string, bucket: number, x: number, y: number, d: number, untreated: boolean) => {
     const key = `${kindRank(kind)}\u0000${name}`;
     let p = points.get(key);
-    if (!p) points.set(key, (p = { name, kind, observations: [], cells: [], lines: new Map(), base: { n: 0, X: 0, Y: 0 } }));
+    if (!p) points.set(key, (p = { name, kind, observations: [], cells: [], lines: new Map(), base: { n: 0, X: 0, Y: 0 }, untreated: new Map() }));
     let byBucket = p.lines.get(line);
     if (!byBucket) p.lines.set(line, (byBucket = new Map()));
+    if (untreated) {
+      p.untreated.set(line, (p.untreated.get(line) ?? 0) + 1);
+      return;
+    }
     let cell = byBucket.get(bucket);
     if (!cell) {
       byBucket.set(bucket, (cell = new Cell(bucket)));
@@ -361,11 +368,13 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
   };
   for (const e of experiments) {
     const bucket = lround(e.speedup * speedupStepsPerUnit);
-    for (const t of e.throughput) observe(t.name, "throughput", e.selected, bucket, t.delta, e.durationNs, e.durationNs);
+    // No sample in the selected line, no pause: nothing was tried.
+    const untreated = bucket > 0 && e.selectedSamples === 0;
+    for (const t of e.throughput) observe(t.name, "throughput", e.selected, bucket, t.delta, e.durationNs, e.durationNs, untreated);
     for (const l of e.latency) {
       if (!(e.durationNs > 0)) continue;
       const L = l.meanInFlight >= 0 ? l.meanInFlight : l.difference;
-      observe(l.name, "latency", e.selected, bucket, l.arrivals, e.durationNs * L, e.durationNs);
+      observe(l.name, "latency", e.selected, bucket, l.arrivals, e.durationNs * L, e.durationNs, untreated);
     }
   }
 
@@ -377,7 +386,7 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
     const summary: PointSummary = {
       name: p.name,
       kind: p.kind,
-      experiments: p.observations.length,
+      experiments: p.observations.length + [...p.untreated.values()].reduce((n, k) => n + k, 0),
       dispersion: phi,
       dispersion_dof: dof,
       baseline_ns: baseUsable ? p.base.Y / p.base.X : null,
