@@ -264,6 +264,34 @@ TEST(Aim, AnOpenLineWithManySamplesGetsMoreExperimentsThanASettledOne) {
   EXPECT_GT(chosen["a.c:2"], 5 * chosen["a.c:1"]) << chosen["a.c:2"] << " against " << chosen["a.c:1"];
 }
 
+TEST(Aim, RarelySampledLinesDoNotTakeTheAimedExperiments) {
+  // One line blocks the answer; forty others are open but almost never
+  // sampled (memcached had dozens): their experiments would insert no delay.
+  Analysis a;
+  auto add = [&](const std::string& line, double share) {
+    LineEffect e;
+    e.line = line;
+    e.point = "p";
+    e.label = Label::Undecided;
+    e.measured = true;
+    e.measured_experiments = 20;
+    e.sample_share = share;
+    a.effects.push_back(e);
+  };
+  add("hot.c:1", 0.5);
+  for (int i = 0; i < 40; ++i) add("rare.c:" + std::to_string(i + 1), 0.0005);
+  Settling state;
+  state.points.push_back({});
+  state.points[0].blocking = {"hot.c:1"};
+  double hot = 0, all = 0;
+  for (const AimWeight& w : aim_weights(a, state)) {
+    all += w.weight;
+    if (w.unit == "hot.c:1") hot = w.weight;
+  }
+  ASSERT_GT(all, 0);
+  EXPECT_GT(hot / all, 0.9) << "the blocking line gets " << hot / all << " of the aimed experiments";
+}
+
 TEST(Aim, BaselineShareFollowsTheBlockingLines) {
   Settling state;
   EXPECT_EQ(aim_baseline_share(state), 0.0) << "nothing blocks: the runtime's own share";

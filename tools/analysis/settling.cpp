@@ -126,8 +126,15 @@ std::vector<AimWeight> aim_weights(const Analysis& analysis, const Settling& sta
   }
   std::map<std::string, double> share;
   for (const LineEffect& e : analysis.effects) share[e.line] = std::max(share[e.line], e.sample_share);
+  // Blocking units get a floor so that a thin line at the top is still
+  // tried; the others only their share: a floor for each of hundreds of
+  // rarely sampled lines would send most aimed experiments to lines whose
+  // speedups insert no delay (memcached: 42% of them, docs/settling.md).
   std::vector<AimWeight> out;
-  for (const auto& [unit, w] : weights) out.push_back({unit, w * (0.1 + share[unit])});
+  for (const auto& [unit, w] : weights) {
+    const double floor = w == blocking_weight ? 0.1 : 0.0;
+    out.push_back({unit, w * (floor + share[unit])});
+  }
   return out;
 }
 
