@@ -44,22 +44,22 @@ ProfileWriter::SamplingTotals sampling_totals(const Runtime& rt) {
 constexpr const char* end_to_end_point = "end-to-end";
 }
 
+uint64_t Profiler::SystemClock::now_ns() { return sys::monotonic_ns(); }
+void Profiler::SystemClock::sleep_ns(uint64_t ns) { sys::sleep_ns(ns); }
+int Profiler::RuntimeCensus::registered_threads() { return live_thread_count(); }
+std::optional<ProcessThreads> Profiler::RuntimeCensus::process_threads() { return read_process_threads(); }
+
 template <typename Done>
 bool Profiler::wait_unless_stopping(uint64_t ns, uint64_t step_ns, bool poll_points, Done done) {
-  uint64_t deadline = sys::monotonic_ns() + ns;
   step_ns = quiet_step(step_ns);
-  for (;;) {
-    if (stopping_.load(std::memory_order_acquire) || program_gone()) return false;
-    if (done()) return true;
-    uint64_t now = sys::monotonic_ns();
-    if (now >= deadline) return true;
+  auto stop = [&] { return stopping_.load(std::memory_order_acquire) || program_gone(); };
+  auto work = [&] {
     if (poll_points) poll_in_flight();
     drain_unsignalled_rings(rt_);
     // The step counts from the drain: unmapping takes part of it, not more.
     unmap_retired_rings(step_ns / 2);
-    uint64_t next = std::min(deadline, now + step_ns), after = sys::monotonic_ns();
-    if (next > after) sys::sleep_ns(next - after);
-  }
+  };
+  return wait_in_steps(clock_, ns, step_ns, stop, done, work);
 }
 
 Profiler::Profiler(Runtime& rt)
@@ -108,7 +108,7 @@ void* Profiler::thread_main(void* self) {
   // The main thread left without exit() (a raw SYS_exit, or killed under
   // seccomp strict mode) and no other thread of the program is left: the
   // process would have ended when that thread did.
-  if (profiler->main_left_alone_) profiler->end_process_as_main_left();
+  if (profiler->exit_watch_.found_left_alone()) profiler->end_process_as_main_left();
   return nullptr;
 }
 
@@ -130,48 +130,23 @@ void Profiler::take_realtime_priority() {
 /// Every program thread has exited, or a terminating signal is ending the
 /// process (shutdown_from_signal): either way, the profile must be finished.
 bool Profiler::program_gone() {
-  return live_thread_count() == 0 || shutdown_requested_.load(std::memory_order_acquire) || main_left_alone();
-}
-
-/// A thread that ends with a raw SYS_exit runs no thread-exit handler, so
-/// the thread registry still counts it: the kernel's count says when only
-/// the runtime's own thread is left. Without this, a program whose last
-/// thread left that way never ended (this thread blocks every signal, so
-/// not even SIGTERM ended it). One read of /proc per check (~20 us here).
-bool Profiler::main_left_alone() {
-  constexpr uint64_t main_check_interval_ns = 50'000'000;  // how late the process may end: 50 ms
-  constexpr int runtime_threads = 1;                       // this one
-  if (main_left_alone_) return true;
-  uint64_t now = sys::monotonic_ns();
-  if (now < next_main_check_ns_) return false;
-  next_main_check_ns_ = now + main_check_interval_ns;
-  std::optional<ProcessThreads> threads = read_process_threads();
-  if (!threads || !threads->main_exited) return false;
-  if (threads->others > runtime_threads) {
-    main_outlived_ = true;
-    return false;
-  }
-  // Every registered thread left through glibc (main with pthread_exit):
-  // the registry's count says so, and glibc ends the process (exit(0), with
-  // the program's atexit handlers) when this thread returns.
-  if (live_thread_count() == 0) return false;
-  main_status_ = threads->main_status;
-  main_left_alone_ = true;
-  return true;
+  return live_thread_count() == 0 || shutdown_requested_.load(std::memory_order_acquire) ||
+         exit_watch_.main_left_alone();
 }
 
 void Profiler::end_process_as_main_left() {
   // Another thread outlived the main thread: the process ends when the last
   // thread leaves, with that thread's status, which is 0 for a thread that
   // glibc ended; returning from this thread does just that.
-  if (main_outlived_) pthread_exit(nullptr);
+  if (exit_watch_.main_outlived()) pthread_exit(nullptr);
   // The main thread was the last: the status is its own. Killed (seccomp
   // strict kills a thread with SIGKILL), the process dies of the same signal.
-  if (WIFSIGNALED(main_status_)) sys::raw_syscall6(SYS_tgkill, sys::getpid(), sys::gettid(), WTERMSIG(main_status_));
+  const int status = exit_watch_.main_status();
+  if (WIFSIGNALED(status)) sys::raw_syscall6(SYS_tgkill, sys::getpid(), sys::gettid(), WTERMSIG(status));
   // Not through glibc's thread exit, which would leave status 0: this
   // thread's exit is the process's, with the main thread's status. No
   // atexit handler runs, as none would have.
-  for (;;) sys::raw_syscall6(SYS_exit, WIFEXITED(main_status_) ? WEXITSTATUS(main_status_) : 0);
+  for (;;) sys::raw_syscall6(SYS_exit, WIFEXITED(status) ? WEXITSTATUS(status) : 0);
 }
 
 void Profiler::shutdown_from_signal(uint64_t timeout_ns) {

@@ -8,6 +8,7 @@
 
 #include "control.h"
 #include "experiment.h"
+#include "profiler_loop.h"
 #include "two_phase.h"
 #include "runtime.h"
 #include "futex_lock.h"
@@ -70,11 +71,8 @@ class Profiler {
   void end_monitor();
   /// Every program thread has exited, or a terminating signal is ending the process.
   bool program_gone();
-  /// The main thread left without exit() and no other program thread is
-  /// left (read_process_threads, at most every main_check_interval_ns).
-  bool main_left_alone();
-  /// After the last records, when main_left_alone(): ends the process as
-  /// the last program thread left it.
+  /// After the last records, when exit_watch_ says the main thread left
+  /// alone: ends the process as the last program thread left it.
   [[noreturn]] void end_process_as_main_left();
   void begin(SourceLine* line, double speedup);
   /// Stops the delays of the running experiment. Caller holds lock_.
@@ -109,11 +107,17 @@ class Profiler {
   Running running_;
   std::atomic<bool> stopping_{false};
   uint64_t quiet_drain_ns_;  // longest sleep in a quiet run (drain_unsignalled_rings)
-  // main_left_alone's state (profiler thread only).
-  uint64_t next_main_check_ns_ = 0;
-  bool main_left_alone_ = false;
-  bool main_outlived_ = false;  // another program thread was still alive after the main thread left
-  int main_status_ = 0;
+  // The monotonic clock, and the thread registry with /proc/self/stat
+  // (profiler_loop.h; tests use their own).
+  struct SystemClock final : LoopClock {
+    uint64_t now_ns() override;
+    void sleep_ns(uint64_t ns) override;
+  } clock_;
+  struct RuntimeCensus final : ThreadCensus {
+    int registered_threads() override;
+    std::optional<ProcessThreads> process_threads() override;
+  } census_;
+  MainExitWatch exit_watch_{clock_, census_};  // profiler thread only
   std::vector<uint64_t> choice_base_;  // each line's samples when the choice window started (by index)
   TwoPhase two_phase_;
   bool two_phase_grouped_ = false;    // the line map is grouped by function (first phase)

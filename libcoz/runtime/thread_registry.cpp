@@ -227,24 +227,7 @@ std::optional<ProcessThreads> read_process_threads() {
   long n = sys::raw_syscall6(SYS_pread64, g_process_stat, reinterpret_cast<long>(buf), sizeof buf - 1, 0);
   if (n <= 0) return std::nullopt;
   buf[n] = '\0';
-  // "pid (comm) state ...": comm may hold spaces and parentheses, so the
-  // fields are counted from the last ')'. Field 3 is the state, 20 the
-  // number of threads, 52 the exit code (Linux 3.5+) -- all of the main
-  // thread's for the process's own stat file.
-  const char* p = std::strrchr(buf, ')');
-  if (!p) return std::nullopt;
-  ProcessThreads threads;
-  long threads_alive = -1;
-  for (int field = 2; *p; ++p) {
-    if (*p != ' ') continue;
-    ++field;
-    if (field == 3) threads.main_exited = p[1] == 'Z' || p[1] == 'X';
-    if (field == 20) threads_alive = std::strtol(p + 1, nullptr, 10);
-    if (field == 52) threads.main_status = static_cast<int>(std::strtol(p + 1, nullptr, 10));
-  }
-  if (threads_alive < 1) return std::nullopt;
-  threads.others = static_cast<int>(threads_alive) - 1;  // the main thread counts until the process ends
-  return threads;
+  return parse_process_stat(buf);
 }
 
 void seal_current_thread() {

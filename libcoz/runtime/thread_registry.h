@@ -15,6 +15,7 @@
 #include "delay.h"
 #include "config.h"
 #include "perf_ring.h"
+#include "profiler_loop.h"
 #include "unwinder.h"
 #include "futex_lock.h"
 
@@ -103,14 +104,8 @@ int live_thread_count();
 /// The process's threads as the kernel counts them (/proc/self/stat), for
 /// threads that leave without the runtime seeing them: one that ends with
 /// a raw syscall(SYS_exit) runs no thread-exit handler, and seccomp strict
-/// mode kills a thread that makes a forbidden call.
-struct ProcessThreads {
-  bool main_exited = false;  // the main thread is gone (a zombie until the last thread leaves)
-  int others = 0;            // threads alive besides the main thread (the runtime's included)
-  int main_status = 0;       // what the main thread left, in waitpid's form
-};
-/// Nullopt when /proc cannot be read. Reads the descriptor open_process_stat
-/// opened.
+/// mode kills a thread that makes a forbidden call. Nullopt when /proc
+/// cannot be read. Reads the descriptor open_process_stat opened.
 std::optional<ProcessThreads> read_process_threads();
 
 /// Opens /proc/self/stat for read_process_threads, once, where the program
