@@ -13,10 +13,10 @@
 // runtime's signal-per-sample mode needs: the kernel sends SIGTRAP
 // (si_code TRAP_PERF) to the very thread each sample was taken in.
 //
-// Measured here (2 cores, 2026-11-25): plain 28-30 us per thread created
-// and joined, per-thread events 128 us, per-CPU inherited 38-51 us, with
-// sigtrap 41-88 us; samples of threads started later land in the per-CPU
-// rings. PERF_EVENT_IOC_PERIOD on the per-CPU events does not reliably reach
+// Measured here (2 cores, 2026-11-25, quiet machine, 3000 threads): plain
+// 27-29 us per thread created and joined, per-thread events 97-99 us,
+// per-CPU inherited 38 us, with sigtrap 36 us; samples of threads started
+// later land in the per-CPU rings (1,000 a second of CPU time, as asked). PERF_EVENT_IOC_PERIOD on the per-CPU events does not reliably reach
 // a thread already running (the kernel sets the parent event's period, which
 // threads copy when they start): here it never did. A sampler on these
 // events would keep one period and thin the samples itself.
