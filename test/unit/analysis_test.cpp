@@ -109,29 +109,44 @@ TEST(Analysis, SlowerProgramIsNegative) {
   EXPECT_NEAR(a.effects.at(0).curve.at(1).program_speedup, -0.25, 1e-12);
 }
 
-TEST(Analysis, AnExperimentThatInsertedNoDelayIsLeftOut) {
-  // b.c:2 was tried at 50% but never sampled: no delay, so its slow run
-  // says nothing about b.c:2 and must not move the pooled baseline either.
+TEST(Analysis, ALineWhoseSpeedupsInsertedNoDelayIsUnmeasured) {
+  // b.c:2 was tried at 50% but never sampled: no delay, nothing tried. c.c:3
+  // was sampled in one of its two experiments at 50%: both count (intention
+  // to treat: where the line does not run, its speedup does nothing).
   ProfileBuilder b;
   b.experiment("a.c:1", 0.0, 100 * ms).visits("p", 10);
   b.experiment("a.c:1", 0.5, 100 * ms).visits("p", 20);
   b.experiment("b.c:2", 0.5, 100 * ms, 0).visits("p", 5);
   b.experiment("b.c:2", 0.0, 100 * ms, 0).visits("p", 10);  // a 0% run is a baseline, sampled or not
+  b.experiment("c.c:3", 0.5, 100 * ms).visits("p", 20);
+  b.experiment("c.c:3", 0.5, 100 * ms, 0).visits("p", 10);
   Analysis a = analyze(b.get());
   ASSERT_EQ(a.points.size(), 1u);
-  EXPECT_EQ(a.points[0].experiments, 4u);
+  EXPECT_EQ(a.points[0].experiments, 6u);
   EXPECT_EQ(a.points[0].baseline_experiments, 2u);
   EXPECT_DOUBLE_EQ(a.points[0].baseline_ns, 10.0 * ms);
-  const LineEffect* rare = nullptr;
-  for (const LineEffect& e : a.effects) {
-    if (e.line == "b.c:2") rare = &e;
-  }
+  auto find = [&](const std::string& line) -> const LineEffect* {
+    for (const LineEffect& e : a.effects) {
+      if (e.line == line) return &e;
+    }
+    return nullptr;
+  };
+  const LineEffect* rare = find("b.c:2");
   ASSERT_TRUE(rare);
   EXPECT_FALSE(rare->measured);
   EXPECT_EQ(rare->label, Label::Unmeasured);
   EXPECT_EQ(rare->experiments, 2u);
   EXPECT_EQ(rare->untreated_experiments, 1u);
   EXPECT_EQ(rare->measured_experiments, 0u);
+  ASSERT_EQ(rare->curve.size(), 1u) << "only its own 0% point";
+  EXPECT_EQ(rare->curve[0].line_speedup, 0.0);
+  const LineEffect* partly = find("c.c:3");
+  ASSERT_TRUE(partly);
+  EXPECT_TRUE(partly->measured);
+  EXPECT_EQ(partly->measured_experiments, 2u);
+  EXPECT_EQ(partly->untreated_experiments, 1u);
+  ASSERT_NE(at(*partly, 0.5), nullptr);
+  EXPECT_NEAR(at(*partly, 0.5)->program_speedup, 1.0 - (200.0 / 30) / 10.0, 1e-12);  // 30 visits in 200 ms
 }
 
 TEST(Analysis, ZeroDeltaStillCountsItsDuration) {

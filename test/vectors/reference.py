@@ -297,35 +297,27 @@ def ratio(c):
 
 
 def analyze(prof, halves=True):
-    obs = {}  # (name, kind) -> list of (line, bucket, x, y, d)
-    untreated = {}  # (name, kind) -> {line: experiments at s > 0 with no selected sample}, section 2
+    obs = {}  # (name, kind) -> list of (line, bucket, x, y, d, untreated)
     for e in prof["experiments"]:
         b = int(math.floor(e["speedup"] * 20 + 0.5))
-        left_out = b > 0 and e["selected_samples"] == 0
-        records = [((n, "throughput"), (e["selected"], b, d, float(e["duration"]), e["duration"])) for n, d in e["tp"]]
+        u = 1 if b > 0 and e["selected_samples"] == 0 else 0  # section 2: no delay inserted
+        for n, d in e["tp"]:
+            obs.setdefault((n, "throughput"), []).append((e["selected"], b, d, float(e["duration"]), e["duration"], u))
         for n, a, L in e["lat"]:
-            obs.setdefault((n, "latency"), [])
+            lst = obs.setdefault((n, "latency"), [])
             if e["duration"] > 0:
-                records.append(((n, "latency"), (e["selected"], b, a, e["duration"] * L, e["duration"])))
-        for key, o in records:
-            if left_out:
-                obs.setdefault(key, [])
-                u = untreated.setdefault(key, {})
-                u[e["selected"]] = u.get(e["selected"], 0) + 1
-            else:
-                obs.setdefault(key, []).append(o)
+                lst.append((e["selected"], b, a, e["duration"] * L, e["duration"], u))
     total = sum(prof["samples"].values())
     top_callees = callees(prof["stacks"])
     points, effects = [], []
     for (name, kind) in sorted(obs):
         ol = obs[(name, kind)]
-        left_out = untreated.get((name, kind), {})
-        cells, base = {}, dict(n=0, x=0, y=0.0, d=0)
-        for line, b, x, y, d in ol:
-            for c in ([cells.setdefault((line, b), dict(n=0, x=0, y=0.0, d=0))] + ([base] if b == 0 else [])):
-                c["n"] += 1; c["x"] += x; c["y"] += y; c["d"] += d
+        cells, base = {}, dict(n=0, x=0, y=0.0, d=0, u=0)
+        for line, b, x, y, d, u in ol:
+            for c in ([cells.setdefault((line, b), dict(n=0, x=0, y=0.0, d=0, u=0))] + ([base] if b == 0 else [])):
+                c["n"] += 1; c["x"] += x; c["y"] += y; c["d"] += d; c["u"] += u
         s, N, K = 0.0, 0, set()
-        for line, b, x, y, d in ol:
+        for line, b, x, y, d, _ in ol:
             c = cells[(line, b)]
             if c["x"] == 0:
                 continue
@@ -346,19 +338,17 @@ def analyze(prof, halves=True):
         dof = N - len(K)
         phi = s / dof if dof > 0 else NAN
         usable = base["x"] > 0 and ratio(base) > 0
-        points.append(dict(name=name, kind=kind, experiments=len(ol) + sum(left_out.values()),
-                           dispersion=phi, dispersion_dof=dof,
+        points.append(dict(name=name, kind=kind, experiments=len(ol), dispersion=phi, dispersion_dof=dof,
                            baseline_ns=ratio(base) if usable else NAN, baseline_experiments=base["n"],
                            baseline_visits=base["x"]))
-        for line in sorted({k[0] for k in cells} | set(left_out)):
+        for line in sorted({k[0] for k in cells}):
             mine = sorted((b, c) for (l, b), c in cells.items() if l == line)
-            eff = dict(line=line, point=name, kind=kind,
-                       experiments=sum(c["n"] for _, c in mine) + left_out.get(line, 0),
+            eff = dict(line=line, point=name, kind=kind, experiments=sum(c["n"] for _, c in mine),
                        samples=prof["samples"].get(line, 0), function=prof["functions"].get(line, ""),
                        callee=top_callees.get(line), function_unit=False,
                        impact=0.0, impact_se=NAN, impact_low=NAN, impact_high=NAN, slope=NAN, slope_se=NAN,
                        slope_low=NAN, slope_high=NAN, max_effect=0.0, experiments_needed=None,
-                       measured_experiments=0, untreated_experiments=left_out.get(line, 0),
+                       measured_experiments=0, untreated_experiments=sum(c["u"] for _, c in mine),
                        p_value=None, adjusted_low=None, adjusted_high=None,
                        measured=False, baseline="none", baseline_ns=NAN, curve=[], label="unmeasured")
             unit = function_of_unit(prof, line)
@@ -371,7 +361,7 @@ def analyze(prof, halves=True):
                 continue
             R0, X0 = ratio(base), float(base["x"])
             eff["baseline"], eff["baseline_ns"] = "pooled", R0
-            meas = []
+            meas, untreated_measured = [], 0
             for b, c in mine:
                 if c["x"] == 0:
                     continue
@@ -382,6 +372,11 @@ def analyze(prof, halves=True):
                                          duration_ns=c["d"], value_ns=R))
                 if b > 0:
                     meas.append((b / 20, ps, r, float(c["x"])))
+                    untreated_measured += c["u"]
+            if meas and untreated_measured == sum(c["n"] for b, c in mine if b > 0 and c["x"] > 0):
+                # section 2: every speedup of the line inserted no delay; nothing was tried
+                meas = []
+                eff["curve"] = [p for p in eff["curve"] if p["line_speedup"] == 0]
             if not meas:
                 continue
             eff["measured"] = True

@@ -57,6 +57,7 @@ struct Observation {
   uint64_t x;  // visits (throughput) or arrivals (latency)
   double y;    // duration (throughput) or duration * in-flight (latency)
   uint64_t duration_ns;
+  bool untreated;  // at s > 0, but no sample in the selected line: no delay (section 2)
 };
 
 // Sums over the observations of one cell (line, bucket) or of a baseline pool.
@@ -65,12 +66,14 @@ struct Cell {
   uint64_t x = 0;
   double y = 0.0;
   uint64_t duration_ns = 0;
+  uint64_t untreated = 0;
 
   void add(const Observation& o) {
     ++n;
     x += o.x;
     y += o.y;
     duration_ns += o.duration_ns;
+    untreated += o.untreated;
   }
   bool has_ratio() const { return x > 0; }
   double ratio() const { return y / static_cast<double>(x); }
@@ -84,8 +87,6 @@ struct PointData {
   std::vector<Observation> observations;  // profile order
   std::map<CellKey, Cell> cells;
   Cell baseline;  // every bucket-0 observation
-  std::map<std::string, uint64_t> untreated;  // per line: experiments left out (section 2)
-  uint64_t untreated_total = 0;
   double dispersion = nan;
   int64_t dof = 0;
 };
@@ -178,9 +179,10 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
 
   auto first = d.cells.lower_bound({line, std::numeric_limits<int>::min()});
   auto last = d.cells.upper_bound({line, std::numeric_limits<int>::max()});
-  for (auto it = first; it != last; ++it) eff.experiments += it->second.n;
-  if (auto it = d.untreated.find(line); it != d.untreated.end()) eff.untreated_experiments = it->second;
-  eff.experiments += eff.untreated_experiments;
+  for (auto it = first; it != last; ++it) {
+    eff.experiments += it->second.n;
+    eff.untreated_experiments += it->second.untreated;
+  }
 
   const Cell* base = nullptr;
   if (options.baseline == Baseline::Line) {
@@ -204,6 +206,7 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
   eff.baseline_ns = r0;
 
   std::vector<Measured> measured;
+  uint64_t untreated_measured = 0;  // of measured_experiments
   for (auto it = first; it != last; ++it) {
     const auto& [key, cell] = *it;
     if (!cell.has_ratio()) continue;
@@ -220,6 +223,7 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
       est.se = r * std::sqrt(phi * (1.0 / x + 1.0 / x0));
       measured.push_back({est.line_speedup, est.program_speedup, r, x});
       eff.measured_experiments += cell.n;
+      untreated_measured += cell.untreated;
     } else {
       est.se = nan;  // this cell is part of the pooled baseline: not independent of it
     }
@@ -228,6 +232,15 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
     eff.curve.push_back(est);
   }
 
+  // Every speedup of the line inserted no delay: nothing was tried, and its
+  // points at s > 0 are baselines by another name (section 2).
+  if (!measured.empty() && untreated_measured == eff.measured_experiments) {
+    measured.clear();
+    eff.measured_experiments = 0;
+    eff.curve.erase(std::remove_if(eff.curve.begin(), eff.curve.end(),
+                                   [](const SpeedupEstimate& p) { return p.line_speedup > 0.0; }),
+                    eff.curve.end());
+  }
   eff.measured = !measured.empty();
   if (eff.measured) {
     Combination impact = combine(measured, trapezoid_coefficients(measured), phi, x0);
@@ -258,30 +271,17 @@ CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, 
   std::map<PointKey, PointData> points;
   for (const Experiment* e : experiments) {
     int bucket = speedup_bucket(e->speedup);
-    // No sample in the selected line, no pause: nothing was tried.
     const bool untreated = bucket > 0 && e->selected_samples == 0;
-    auto leave_out = [&](PointData& d) {
-      ++d.untreated[e->selected];
-      ++d.untreated_total;
-    };
     for (const ThroughputMeasurement& t : e->throughput) {
-      PointData& d = points[{t.name, PointKind::Throughput}];
-      if (untreated) {
-        leave_out(d);
-        continue;
-      }
-      d.observations.push_back({&e->selected, bucket, t.delta, static_cast<double>(e->duration_ns), e->duration_ns});
+      points[{t.name, PointKind::Throughput}].observations.push_back(
+          {&e->selected, bucket, t.delta, static_cast<double>(e->duration_ns), e->duration_ns, untreated});
     }
     for (const LatencyMeasurement& l : e->latency) {
       PointData& d = points[{l.name, PointKind::Latency}];
       if (e->duration_ns == 0) continue;  // no arrival rate: says nothing about latency
-      if (untreated) {
-        leave_out(d);
-        continue;
-      }
       double in_flight = l.mean_in_flight >= 0.0 ? l.mean_in_flight : static_cast<double>(l.difference);
-      d.observations.push_back(
-          {&e->selected, bucket, l.arrivals, static_cast<double>(e->duration_ns) * in_flight, e->duration_ns});
+      d.observations.push_back({&e->selected, bucket, l.arrivals, static_cast<double>(e->duration_ns) * in_flight,
+                                e->duration_ns, untreated});
     }
   }
 
@@ -295,7 +295,7 @@ CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, 
 
     PointSummary summary;
     std::tie(summary.name, summary.kind) = key;
-    summary.experiments = d.observations.size() + d.untreated_total;
+    summary.experiments = d.observations.size();
     summary.dispersion = d.dispersion;
     summary.dispersion_dof = d.dof;
     summary.baseline_ns = d.baseline.usable_baseline() ? d.baseline.ratio() : nan;
@@ -305,7 +305,6 @@ CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, 
     // Verdicts are over every line of the point, whatever the filters keep.
     std::set<std::string> lines;
     for (const auto& [cell_key, cell] : d.cells) lines.insert(cell_key.first);
-    for (const auto& [line, n] : d.untreated) lines.insert(line);
     std::vector<LineEffect> all;
     for (const std::string& line : lines) all.push_back(make_effect(line, key, d, options));
     decide(all, summary);

@@ -493,7 +493,7 @@ function verdict(e: LineEffect, p: PointSummary | undefined): { text: string; wh
       if (e.untreated_experiments > 0) {
         return {
           text: "runs too rarely to test",
-          why: `Its ${count(e.untreated_experiments)} experiments at a non-zero speedup took no sample in the line, so they inserted no delay: they are left out of the estimates.`,
+          why: `Its ${count(e.untreated_experiments)} experiments at a non-zero speedup took no sample in the line, so they inserted no delay: nothing was tried.`,
         };
       }
       return { text: "not measured", why: "No experiment at a non-zero speedup of this line reached the progress point (or there is no 0% baseline)." };

@@ -49,7 +49,7 @@ export interface LineEffect {
   experiments: number;
   experiments_needed: number | null;
   measured_experiments: number; // experiments of its curve points at s > 0
-  untreated_experiments: number; // at s > 0 without a sample in the line: no delay, left out (§2)
+  untreated_experiments: number; // at s > 0 without a sample in the line: no delay (§2)
   p_value: number | null; // two-sided, of the impact; null when not tested (§7)
   adjusted_low: number | null; // a discovery's interval, widened for the false discovery rate; null otherwise
   adjusted_high: number | null;
@@ -165,6 +165,7 @@ class Cell {
   X = 0;
   Y = 0;
   durationNs = 0;
+  untreated = 0; // §2: observations at s > 0 without a sample in the line (no delay)
   obs: Obs[] = [];
   constructor(readonly bucket: number) {}
   /** R = Y / X, or null without an estimate. */
@@ -180,7 +181,6 @@ interface PointData {
   cells: Cell[];
   lines: Map<string, Map<number, Cell>>; // line -> bucket -> cell, in first-seen order
   base: { n: number; X: number; Y: number };
-  untreated: Map<string, number>; // per line: experiments left out (§2)
 }
 
 /** §3: Pearson's statistic over every cell of the point; null when N <= K. */
@@ -237,10 +237,10 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
     slope_low: null,
     slope_high: null,
     max_effect: 0,
-    experiments: buckets.reduce((n, b) => n + cells.get(b)!.n, 0) + (p.untreated.get(line) ?? 0),
+    experiments: buckets.reduce((n, b) => n + cells.get(b)!.n, 0),
     experiments_needed: null,
     measured_experiments: 0,
-    untreated_experiments: p.untreated.get(line) ?? 0,
+    untreated_experiments: buckets.reduce((n, b) => n + cells.get(b)!.untreated, 0),
     p_value: null,
     adjusted_low: null,
     adjusted_high: null,
@@ -273,6 +273,7 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
 
   // §5: the curve.
   const measured: CurvePoint[] = [];
+  let untreatedMeasured = 0; // of measured_experiments
   const ratios: number[] = [];
   for (const b of buckets) {
     const c = cells.get(b)!;
@@ -301,8 +302,16 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
       measured.push(point);
       ratios.push(r);
       e.measured_experiments += c.n;
+      untreatedMeasured += c.untreated;
     }
     e.curve.push(point);
+  }
+  // Every speedup of the line inserted no delay: nothing was tried, and its
+  // points at s > 0 are baselines by another name (§2).
+  if (measured.length > 0 && untreatedMeasured === e.measured_experiments) {
+    measured.length = 0;
+    e.measured_experiments = 0;
+    e.curve = e.curve.filter((q) => q.line_speedup === 0);
   }
 
   const m = measured.length;
@@ -341,13 +350,9 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
   const observe = (name: string, kind: PointKind, line: string, bucket: number, x: number, y: number, d: number, untreated: boolean) => {
     const key = `${kindRank(kind)}\u0000${name}`;
     let p = points.get(key);
-    if (!p) points.set(key, (p = { name, kind, observations: [], cells: [], lines: new Map(), base: { n: 0, X: 0, Y: 0 }, untreated: new Map() }));
+    if (!p) points.set(key, (p = { name, kind, observations: [], cells: [], lines: new Map(), base: { n: 0, X: 0, Y: 0 } }));
     let byBucket = p.lines.get(line);
     if (!byBucket) p.lines.set(line, (byBucket = new Map()));
-    if (untreated) {
-      p.untreated.set(line, (p.untreated.get(line) ?? 0) + 1);
-      return;
-    }
     let cell = byBucket.get(bucket);
     if (!cell) {
       byBucket.set(bucket, (cell = new Cell(bucket)));
@@ -358,6 +363,7 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
     cell.X += x;
     cell.Y += y;
     cell.durationNs += d;
+    if (untreated) ++cell.untreated;
     cell.obs.push(o);
     p.observations.push(o);
     if (bucket === 0) {
@@ -368,7 +374,6 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
   };
   for (const e of experiments) {
     const bucket = lround(e.speedup * speedupStepsPerUnit);
-    // No sample in the selected line, no pause: nothing was tried.
     const untreated = bucket > 0 && e.selectedSamples === 0;
     for (const t of e.throughput) observe(t.name, "throughput", e.selected, bucket, t.delta, e.durationNs, e.durationNs, untreated);
     for (const l of e.latency) {
@@ -386,7 +391,7 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
     const summary: PointSummary = {
       name: p.name,
       kind: p.kind,
-      experiments: p.observations.length + [...p.untreated.values()].reduce((n, k) => n + k, 0),
+      experiments: p.observations.length,
       dispersion: phi,
       dispersion_dof: dof,
       baseline_ns: baseUsable ? p.base.Y / p.base.X : null,
