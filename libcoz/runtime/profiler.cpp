@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "descriptors.h"
+#include "experiment_window.h"
 #include "log.h"
 #include "real.h"
 #include "reentrancy.h"
@@ -380,15 +381,10 @@ void Profiler::begin(SourceLine* line, double speedup) {
   uint64_t period = rt_.config.sample_period_ns;
   if (!rt_.config.only_baselines()) period = set_sample_period(rt_, period / std::max(1u, rt_.config.delay_sampling_rate));
   refresh_breakpoint_counters(rt_);
-  uint64_t now = sys::monotonic_ns();
+  uint64_t now = clock_.now_ns();
   uint64_t global = rt_.ledger.global();
   running_ = Running{true, line, speedup, now, global, now};
-  rt_.points.for_each([](ProgressPoint& p) {
-    p.begin_at_start = p.begins();
-    p.end_at_start = p.ends();
-    p.in_flight_at_credits_start = p.in_flight_at_credits.load(std::memory_order_relaxed);
-    p.in_flight_wall_sum = 0;
-  });
+  rt_.points.for_each([](ProgressPoint& p) { open_window(p); });
   rt_.experiment.selected_samples.store(0, std::memory_order_relaxed);
   rt_.ledger.begin_experiment(ExperimentScheduler::delay_per_sample(speedup, period));
   rt_.experiment.selected.store(line, std::memory_order_release);
@@ -441,35 +437,17 @@ bool Profiler::end(ExperimentResult& result) {
   stop_crediting();
   poll_in_flight();  // covers the time since the last poll
   refresh_breakpoint_counters(rt_);
-  uint64_t now = sys::monotonic_ns();
+  uint64_t now = clock_.now_ns();
   uint64_t paused = rt_.ledger.global() - running_.start_global;
   uint64_t wall = now - running_.start_ns;
 
   result.selected = running_.line->name();
   result.speedup = running_.speedup;
-  result.duration_ns = wall > paused ? wall - paused : 0;
+  result.duration_ns = effective_duration(wall, paused);
   result.selected_samples = rt_.experiment.selected_samples.load(std::memory_order_relaxed);
   result.pid = sys::getpid();
   result.end_ns = now - rt_.start_ns;
-  rt_.points.for_each([&](ProgressPoint& p) {
-    PointResult r;
-    r.name = p.name;
-    uint64_t begins = p.begins() - p.begin_at_start;
-    if (p.kind == ProgressPoint::Kind::Throughput) {
-      r.delta = begins;
-    } else {
-      uint64_t ends = p.ends() - p.end_at_start;
-      r.latency = true;
-      r.arrivals = begins;
-      r.departures = ends;
-      r.difference = static_cast<int64_t>(p.begins()) - static_cast<int64_t>(p.ends());
-      if (result.duration_ns > 0) r.mean_in_flight = mean_in_flight(p, result.duration_ns);
-    }
-    // Visit rates size later experiments (wall time: what the program really does).
-    p.total_visits += begins;
-    p.total_ns += wall;
-    result.points.push_back(std::move(r));
-  });
+  rt_.points.for_each([&](ProgressPoint& p) { result.points.push_back(close_window(p, result.duration_ns, wall)); });
   running_.active = false;
   return true;
 }
@@ -482,24 +460,15 @@ bool Profiler::end(ExperimentResult& result) {
 /// the line is outside requests, at least its own when inside). Polls every
 /// few ms cannot see that; the credit does, so each credit notes the count in
 /// flight (ProgressPoints::note_delay_credit) and polls only integrate over
-/// wall time. (Weighting each poll by the effective time since the last, as
-/// before, predicted +8% for a line outside every request with no effect.)
+/// wall time (experiment_window.h). (Weighting each poll by the effective
+/// time since the last, as before, predicted +8% for a line outside every
+/// request with no effect.)
 void Profiler::poll_in_flight() {
-  uint64_t now = sys::monotonic_ns();
+  uint64_t now = clock_.now_ns();
   double wall = static_cast<double>(now - running_.last_poll_ns);
   running_.last_poll_ns = now;
   if (rt_.breakpoints.has_latency) refresh_breakpoint_counters(rt_);
-  rt_.points.for_each([&](ProgressPoint& p) {
-    if (p.kind != ProgressPoint::Kind::Latency) return;
-    int64_t in_flight = static_cast<int64_t>(p.begins()) - static_cast<int64_t>(p.ends());
-    p.in_flight_wall_sum += static_cast<double>(std::max<int64_t>(in_flight, 0)) * wall;
-  });
-}
-
-double Profiler::mean_in_flight(const ProgressPoint& p, uint64_t effective_ns) const {
-  uint64_t at_credits = p.in_flight_at_credits.load(std::memory_order_relaxed) - p.in_flight_at_credits_start;
-  double sum = std::max(0.0, p.in_flight_wall_sum - static_cast<double>(at_credits));
-  return sum / static_cast<double>(effective_ns);
+  rt_.points.for_each([&](ProgressPoint& p) { poll_window(p, wall); });
 }
 
 std::vector<VisitRate> Profiler::visit_rates() {
@@ -556,7 +525,7 @@ void Profiler::shutdown() {
   if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
   drain_unsignalled_rings(rt_);
   bool long_enough = running_.active && (rt_.config.end_to_end ||
-                                         sys::monotonic_ns() - running_.start_ns >= rt_.config.experiment_min_ns);
+                                         clock_.now_ns() - running_.start_ns >= rt_.config.experiment_min_ns);
   if (running_.active && !long_enough) {
     running_.active = false;  // too short to measure anything: drop it
     stop_crediting();

@@ -82,8 +82,6 @@ class Profiler {
   /// Ends the running experiment; returns false if there was none. Caller holds lock_.
   bool end(ExperimentResult& result);
   void poll_in_flight();
-  /// A latency point's mean number in flight over the experiment's effective time.
-  double mean_in_flight(const ProgressPoint& p, uint64_t effective_ns) const;
   std::vector<VisitRate> visit_rates();
   void write_new_samples();
   /// Sleeps up to `ns` in steps of at most `step_ns` (polling the in-flight
