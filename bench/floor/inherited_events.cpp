@@ -16,10 +16,12 @@
 // Measured here (2 cores, 2026-11-25, quiet machine, 3000 threads): plain
 // 27-29 us per thread created and joined, per-thread events 97-99 us,
 // per-CPU inherited 38 us, with sigtrap 36 us; samples of threads started
-// later land in the per-CPU rings (1,000 a second of CPU time, as asked). PERF_EVENT_IOC_PERIOD on the per-CPU events does not reliably reach
-// a thread already running (the kernel sets the parent event's period, which
-// threads copy when they start): here it never did. A sampler on these
-// events would keep one period and thin the samples itself.
+// later land in the per-CPU rings (1,000 a second of CPU time, as asked).
+// PERF_EVENT_IOC_PERIOD on the per-CPU events does not reliably reach a
+// thread already running: in this probe it never did (6 tries), in a first
+// sketch that had not churned threads through the events it did 2 times in
+// 3. Why is not established. A sampler on these events would keep one
+// period and thin the samples itself.
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
