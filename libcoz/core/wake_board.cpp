@@ -3,7 +3,8 @@
 namespace coz {
 namespace {
 
-constexpr uint64_t in_progress = ~uint64_t{0};
+constexpr uint64_t in_progress = WakeBoard::slot_in_progress;
+constexpr uint64_t empty = WakeBoard::slot_empty;
 
 uint64_t pack(WakeKind kind, int target) {
   return (uint64_t{static_cast<uint32_t>(kind)} << 32) | static_cast<uint32_t>(target);
@@ -14,10 +15,21 @@ uint64_t pack(WakeKind kind, int target) {
 void WakeBoard::post(WakeKind kind, int target, uint64_t credit) {
   uint64_t seq = next_.fetch_add(1, std::memory_order_acq_rel);
   Slot& slot = slots_[seq % capacity];
-  // Readers that see in_progress, or a sequence number other than the one
-  // they look for, skip the slot; two posts that wrap onto one slot at once
-  // (a full ring in between) leave it in_progress until the later finishes.
-  slot.seq.store(in_progress, std::memory_order_relaxed);
+  // A post owns the slot from the claim to the publish. Two posts can meet
+  // on one slot when a whole ring of others went by while one was between
+  // its sequence number and its publish (preempted). They used to write
+  // the fields together: the later one published, the earlier one then
+  // wrote a field of its own under the later one's number, and a reader
+  // took a record of two posts (a credit that was not the waker's). Now a
+  // post that finds the slot claimed, or holding a newer record, drops its
+  // record: the waiter it would have reached pays its delay instead.
+  uint64_t current = slot.seq.load(std::memory_order_relaxed);
+  do {
+    if (current == in_progress || (current != empty && current > seq)) return;
+  } while (!slot.seq.compare_exchange_weak(current, in_progress, std::memory_order_acquire,
+                                           std::memory_order_relaxed));
+  // Readers that loaded a field written after the claim must see the claim
+  // when they check the sequence number again (read()).
   std::atomic_thread_fence(std::memory_order_release);
   slot.kind_and_target.store(pack(kind, target), std::memory_order_relaxed);
   slot.credit.store(credit, std::memory_order_relaxed);

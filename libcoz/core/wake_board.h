@@ -45,6 +45,9 @@ struct WakeRecord {
 class WakeBoard {
  public:
   static constexpr uint64_t capacity = 1024;
+  /// A slot's sequence number while a post writes it, and before its first.
+  static constexpr uint64_t slot_in_progress = ~uint64_t{0};
+  static constexpr uint64_t slot_empty = ~uint64_t{0} - 1;
 
   /// The sequence number the next record will get: a waiter notes it before
   /// it blocks, and later looks only at records from there on.
@@ -73,7 +76,7 @@ class WakeBoard {
 
  private:
   struct Slot {
-    std::atomic<uint64_t> seq{~uint64_t{0}};  // the record's sequence number once complete
+    std::atomic<uint64_t> seq{slot_empty};  // the record's sequence number once complete
     std::atomic<uint64_t> kind_and_target{0};
     std::atomic<uint64_t> credit{0};
   };
