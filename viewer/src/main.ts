@@ -642,7 +642,7 @@ function renderConventional() {
         h(
           "td",
           { class: "num", title: unit ? `the verdict of its function, ${unit.function} (--granularity function)` : undefined },
-          e && e.measured ? h("span", { class: `impact-${e.label}` }, pct(e.impact), unit ? " (fn)" : "") : h("span", { class: "muted" }, e ? "not measured" : "no experiments"),
+          e && e.measured ? h("span", { class: `impact-${e.label}` }, pct(e.impact), unit ? " (fn)" : "") : h("span", { class: "muted" }, !e ? "no experiments" : e.untreated_experiments > 0 ? "rarely runs" : "not measured"),
         ),
       );
       if (!note) return [row];
