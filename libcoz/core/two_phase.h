@@ -36,6 +36,7 @@ class TwoPhase {
     size_t function_experiments = 150;  // experiments of the first phase
     size_t max_winners = 3;             // functions whose lines the second phase tests
     size_t min_unit_experiments = 5;    // speedup experiments a function needs to be judged
+    double min_winner_slope = 0.05;     // rate gain at a 100% speedup a winner needs (choose_winners)
   };
 
   explicit TwoPhase(Limits limits) : limits_(limits) {}

@@ -67,6 +67,27 @@ TEST(TwoPhase, WinnersAreTheFunctionsThatSpeedUpTheProgram) {
   EXPECT_FALSE(t.summary().empty());
 }
 
+/// Many experiments pin a real 1% effect well above zero; it still does not
+/// make a winner beside a 60% one (its lines could at best be "no effect").
+TEST(TwoPhase, AnEffectTooSmallToMatterIsNoWinner) {
+  TwoPhase t(TwoPhase::Limits{.function_experiments = 200});
+  t.observe_samples(2000, 300);
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0, 0.002);
+  const std::vector<std::pair<std::string, double>> units = {{"a.c:hot", 0.6}, {"a.c:slight", 0.01}};
+  for (int i = 0; i < 200; ++i) {
+    const auto& [unit, effect] = units[i % units.size()];
+    double speedup = (i % 4 < 2) ? 0.0 : 0.05 * (1 + (i * 7) % 20);
+    double period_factor = 1.0 - effect * speedup;
+    t.record(experiment(unit, speedup, static_cast<uint64_t>(10'000 / period_factor * (1 + noise(rng)))));
+  }
+  auto slight = t.estimate("a.c:slight");
+  ASSERT_TRUE(slight);
+  EXPECT_GT(slight->slope - 2 * slight->se, 0) << "clearly above zero: the case this covers";
+  ASSERT_EQ(t.winners().size(), 1u);
+  EXPECT_EQ(t.winners()[0], "a.c:hot");
+}
+
 TEST(TwoPhase, NoWinnerWhenNothingStandsOut) {
   TwoPhase t(TwoPhase::Limits{.function_experiments = 100});
   t.observe_samples(2000, 300);
