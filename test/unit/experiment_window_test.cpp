@@ -12,6 +12,14 @@ constexpr uint64_t ms = 1'000'000;
 
 void visit(coz_counter_t& c, uint64_t n) { c.count += n; }
 
+/// A latency point's window with one request in flight, polled once after `wall_ns`.
+void one_in_flight(ProgressPoint& p, double wall_ns) {
+  p.kind = ProgressPoint::Kind::Latency;
+  open_window(p);
+  visit(p.begin, 1);
+  poll_window(p, wall_ns);
+}
+
 TEST(ExperimentWindow, EffectiveDurationIsWallTimeLessPauses) {
   EXPECT_EQ(effective_duration(50 * ms, 20 * ms), 30 * ms);
   EXPECT_EQ(effective_duration(50 * ms, 50 * ms), 0u);
@@ -78,19 +86,13 @@ TEST(ExperimentWindow, CreditsOutsideTheWindowDoNotCount) {
 
 TEST(ExperimentWindow, NoEffectiveTimeLeavesTheMeanUnknown) {
   ProgressPoint p;
-  p.kind = ProgressPoint::Kind::Latency;
-  open_window(p);
-  visit(p.begin, 1);
-  poll_window(p, 5.0 * ms);
+  one_in_flight(p, 5.0 * ms);
   EXPECT_LT(close_window(p, 0, 5 * ms).mean_in_flight, 0.0);
 }
 
 TEST(ExperimentWindow, MoreCreditedThanPolledIsZeroNotNegative) {
   ProgressPoint p;
-  p.kind = ProgressPoint::Kind::Latency;
-  open_window(p);
-  visit(p.begin, 1);
-  poll_window(p, 1.0 * ms);
+  one_in_flight(p, 1.0 * ms);
   p.in_flight_at_credits.fetch_add(5 * ms);  // polls are coarse: the credits saw more
   EXPECT_DOUBLE_EQ(close_window(p, 10 * ms, 10 * ms).mean_in_flight, 0.0);
 }

@@ -47,10 +47,8 @@ PointSettling settle_point(const std::string& name, PointKind kind, const std::v
   };
   const size_t n = std::min(top, ranked.size());
   for (size_t i = 0; i < n; ++i) {
-    // A line whose speedups inserted no delay runs too rarely to be tried:
-    // more experiments on it would insert none either.
-    const bool too_rare = ranked[i]->label == Label::Unmeasured && ranked[i]->untreated_experiments > 0;
-    if (!settled_label(ranked[i]->label) && !too_rare) block(*ranked[i]);
+    // More experiments on a line that rarely runs would insert no delay either.
+    if (!settled_label(ranked[i]->label) && !rarely_runs(*ranked[i])) block(*ranked[i]);
   }
   // A line still undecided after enough experiments could yet outrank the
   // N-th: a discovery above its bound, or any real speed-up when the N-th

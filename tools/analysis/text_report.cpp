@@ -261,7 +261,7 @@ std::string note(const LineEffect& e) {
     case Label::InsufficientData: return "too few exps";
     case Label::Unmeasured: break;
   }
-  return e.untreated_experiments > 0 ? "rarely runs" : "unmeasured";
+  return rarely_runs(e) ? "rarely runs" : "unmeasured";
 }
 
 std::string plural(uint64_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); }

@@ -28,4 +28,8 @@ void decide(std::vector<LineEffect>& effects, PointSummary& point);
 /// Section 8's order: label group, then a conservative bound.
 bool ranks_before(const LineEffect& a, const LineEffect& b);
 
+/// Unmeasured because every speedup of it inserted no delay (section 2): the
+/// line runs too rarely to be tried, and more experiments would not change that.
+inline bool rarely_runs(const LineEffect& e) { return e.label == Label::Unmeasured && e.untreated_experiments > 0; }
+
 }  // namespace coz::analysis

@@ -462,6 +462,8 @@ const effectsByCard = new WeakMap<Element, LineEffect>();
 
 // Undecided because it has too few experiments at a non-zero speedup for any verdict.
 const thin = (e: LineEffect) => e.label === "undecided" && e.measured_experiments < minSettleExperiments;
+// Unmeasured because every speedup of it inserted no delay (docs/analysis.md section 2).
+const rarelyRuns = (e: LineEffect) => e.label === "unmeasured" && e.untreated_experiments > 0;
 
 /** The verdict in words, and why, for the tag and its tooltip. */
 function verdict(e: LineEffect, p: PointSummary | undefined): { text: string; why: string } {
@@ -490,7 +492,7 @@ function verdict(e: LineEffect, p: PointSummary | undefined): { text: string; wh
     case "insufficient-data":
       return { text: "too few experiments", why: "Too few experiments for this progress point to estimate its noise: no interval yet." };
     default:
-      if (e.untreated_experiments > 0) {
+      if (rarelyRuns(e)) {
         return {
           text: "runs too rarely to test",
           why: `Its ${count(e.untreated_experiments)} experiments at a non-zero speedup took no sample in the line, so they inserted no delay: nothing was tried.`,
@@ -642,7 +644,7 @@ function renderConventional() {
         h(
           "td",
           { class: "num", title: unit ? `the verdict of its function, ${unit.function} (--granularity function)` : undefined },
-          e && e.measured ? h("span", { class: `impact-${e.label}` }, pct(e.impact), unit ? " (fn)" : "") : h("span", { class: "muted" }, !e ? "no experiments" : e.untreated_experiments > 0 ? "rarely runs" : "not measured"),
+          e && e.measured ? h("span", { class: `impact-${e.label}` }, pct(e.impact), unit ? " (fn)" : "") : h("span", { class: "muted" }, !e ? "no experiments" : rarelyRuns(e) ? "rarely runs" : "not measured"),
         ),
       );
       if (!note) return [row];
