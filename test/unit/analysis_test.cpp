@@ -840,7 +840,7 @@ TEST_P(Vector, MatchesExpectedAnalysis) { check_vector(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(TestVectors, Vector,
                          ::testing::Values("basic", "latency", "coz-tab", "coz-json", "merged", "undecided", "fdr",
-                                           "corrupt", "conventional", "callee", "untreated"),
+                                           "corrupt", "conventional", "callee", "untreated", "band"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');

@@ -120,6 +120,28 @@ TEST(Verdicts, NegativeDiscoveriesSlowTheProgram) {
   EXPECT_EQ(effects[0].experiments_needed, 0u);
 }
 
+TEST(Verdicts, ADiscoveryInsideTheNoEffectBandIsNoEffect) {
+  // -1.3% +-0.4%: surely below 0, and too small to be worth a change.
+  std::vector<LineEffect> effects{tested_effect("small.c:1", -0.013, 0.002), tested_effect("big.c:1", -0.2, 0.02)};
+  PointSummary point = decide_all(effects);
+  EXPECT_EQ(point.discoveries, 2u);
+  EXPECT_EQ(effects[0].label, Label::NoEffect);
+  EXPECT_LT(effects[0].adjusted_high, 0.0);  // still a discovery: its adjusted interval is kept
+  EXPECT_EQ(effects[0].experiments_needed, 0u);
+  EXPECT_EQ(effects[1].label, Label::Negative);
+}
+
+TEST(Verdicts, ANarrowEstimateOutsideTheBandThatIsNoDiscoveryIsUndecided) {
+  // +3% +-2.4% (z 2.5) among many null lines: no discovery after BH, and not small enough to be none.
+  std::vector<LineEffect> effects{tested_effect("a.c:1", 0.03, 0.012)};
+  for (int i = 0; i < 60; ++i) effects.push_back(tested_effect("null.c:" + std::to_string(i), 0.001, 0.01));
+  PointSummary point = decide_all(effects);
+  EXPECT_EQ(point.discoveries, 0u);
+  EXPECT_EQ(effects[0].label, Label::Undecided);
+  EXPECT_GE(effects[0].experiments_needed, 1u);
+  EXPECT_EQ(effects[1].label, Label::NoEffect);
+}
+
 TEST(Verdicts, RankingIsByGroupThenConservativeBound) {
   std::vector<LineEffect> effects{
       tested_effect("wide.c:1", 0.50, 0.15),       // larger estimate, wide: adjusted low ~0.21

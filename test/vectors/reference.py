@@ -248,10 +248,13 @@ def verdicts(point, effs):
     point.update(tested=m, discoveries=R, adjusted_z=zr)
     for e in tested:
         iv, ise = e["impact"], e["impact_se"]
-        if R > 0 and e["measured_experiments"] >= N_MIN and e["p_value"] <= eligible[R - 1]:
+        material = abs(iv) >= H
+        discovery = R > 0 and e["measured_experiments"] >= N_MIN and e["p_value"] <= eligible[R - 1]
+        if discovery:
             e["adjusted_low"], e["adjusted_high"] = iv - zr * ise, iv + zr * ise
-            e["label"] = "positive" if iv > 0 else "negative" if iv < 0 else "undecided"
-        elif e["measured_experiments"] >= N_MIN and Z * ise <= H:
+        if discovery and material:
+            e["label"] = "positive" if iv > 0 else "negative"
+        elif e["measured_experiments"] >= N_MIN and not material and Z * ise <= H:
             e["label"] = "no-effect"
         else:
             e["label"] = "undecided"

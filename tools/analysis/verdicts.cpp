@@ -35,9 +35,13 @@ void set_label(LineEffect& e, bool discovery, double z_next) {
     return;
   }
   double half = z95 * e.impact_se;
-  if (discovery) {
-    e.label = e.impact > 0.0 ? Label::Positive : e.impact < 0.0 ? Label::Negative : Label::Undecided;
-  } else if (eligible(e) && half <= settle_half_width) {
+  // An effect inside the no-effect band is none, however sure: a real
+  // program's virtual speedups carry biases of a percent or two (a pause's
+  // own cost), which enough experiments make significant.
+  const bool material = std::abs(e.impact) >= settle_half_width;
+  if (discovery && material) {
+    e.label = e.impact > 0.0 ? Label::Positive : Label::Negative;
+  } else if (eligible(e) && !material && half <= settle_half_width) {
     e.label = Label::NoEffect;
   } else {
     e.label = Label::Undecided;

@@ -54,9 +54,10 @@ const eligible = (e: LineEffect) => tested(e) && e.measured_experiments >= minSe
 function labelOf(e: LineEffect, discovery: boolean): Label {
   if (!e.measured) return "unmeasured";
   if (!tested(e)) return "insufficient-data";
-  if (discovery && e.impact > 0) return "positive";
-  if (discovery && e.impact < 0) return "negative";
-  if (eligible(e) && !discovery && z95 * e.impact_se! <= settleHalfWidth) return "no-effect";
+  // An effect inside the no-effect band is none, however sure (docs/analysis.md section 7).
+  const material = Math.abs(e.impact) >= settleHalfWidth;
+  if (discovery && material) return e.impact > 0 ? "positive" : "negative";
+  if (eligible(e) && !material && z95 * e.impact_se! <= settleHalfWidth) return "no-effect";
   return "undecided";
 }
 
