@@ -34,6 +34,9 @@ struct Config {
   uint64_t two_phase_experiments = 150;     // COZ_TWO_PHASE_EXPERIMENTS: experiments on functions before lines (auto)
   bool end_to_end = false;                  // COZ_END_TO_END=1: one experiment for the whole run
   uint64_t sample_period_ns = 1'000'000;    // COZ_SAMPLE_PERIOD_NS: 1 ms of thread CPU time
+  /// COZ_CPU_RINGS=0: the samples no signal drains are taken by an event per
+  /// thread, as they were before per-CPU rings (cpu_rings.h), for comparing the two.
+  bool cpu_rings = true;
   int verbosity = 0;                        // COZ_VERBOSE: 0 warnings, 1 info, 2 debug
   std::string debug_root = "/usr/lib/debug"; // COZ_DEBUG_ROOT: where separate debug files live
 

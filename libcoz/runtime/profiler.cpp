@@ -100,6 +100,7 @@ bool Profiler::start() {
 void* Profiler::thread_main(void* self) {
   RuntimeSection::enter_for_good();  // nothing this thread calls is the program's
   auto* profiler = static_cast<Profiler*>(self);
+  note_profiler_thread(sys::gettid());
   profiler->take_realtime_priority();
   profiler->run();
   // Every program thread is gone (main called pthread_exit, then the others

@@ -255,6 +255,8 @@ void on_fork_child() {
     std::string error;
     if (rt->breakpoints.count > 0) open_thread_breakpoints(rt->breakpoints, *t, error);
     t->tid = sys::gettid();
+    forget_inherited_process_sampling();
+    if (rt->sampling_enabled) start_process_sampling(*rt);
     if (rt->sampling_enabled) start_sampling(*t, rt->config);
   }
   g_profiler = new Profiler(*rt);  // the parent's profiler thread does not exist here
@@ -350,6 +352,7 @@ void start() {
   }
   g_runtime.store(rt, std::memory_order_release);
   open_process_stat();
+  if (rt->sampling_enabled) start_process_sampling(*rt);  // before any thread it must cover starts
   register_current_thread(rt->ledger.global());
   // After the runtime's first allocations: see fork_prepare for why.
   pthread_atfork(&fork_prepare, &fork_parent, &on_fork_child);

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu_rings.h"
 #include "descriptors.h"
 #include "log.h"
 #include "unwinder.h"
@@ -94,16 +95,17 @@ bool is_runtime_work(const UnwindFrame& frame) {
 /// the walk passed through one. Counts why the walk ended. Nullopt for a
 /// sample of the runtime's own work: one of its frames (is_runtime_work)
 /// before any in-scope line.
-std::optional<size_t> stack_frames(Runtime& rt, ThreadState& t, const UnwindRegisters& regs,
-                                   const StackMemory& stack, StackFrame (&frames)[StackTable::max_frames],
+/// `walk`: where the walk's frames go (Config::max_unwind_frames of them).
+std::optional<size_t> stack_frames(Runtime& rt, const UnwindRegisters& regs, const StackMemory& stack,
+                                   UnwindFrame* walk, StackFrame (&frames)[StackTable::max_frames],
                                    uint64_t weight) {
   UnwindStop stop;
-  size_t depth = unwind(rt.frames.tables(), regs, stack, t.unwind_frames, Config::max_unwind_frames, stop);
+  size_t depth = unwind(rt.frames.tables(), regs, stack, walk, Config::max_unwind_frames, stop);
   size_t n = 0;
   SourceLine* last_line = nullptr;
   const UnwindFrame* callee = nullptr;  // outermost out-of-scope frame since the last in-scope one
   for (size_t i = 0; i < depth && n < StackTable::max_frames; ++i) {
-    const UnwindFrame& frame = t.unwind_frames[i];
+    const UnwindFrame& frame = walk[i];
     SourceLine* line = rt.lines.find(frame.pc);
     if (!line) {
       if (!last_line && is_runtime_work(frame)) return std::nullopt;
@@ -140,8 +142,10 @@ bool in_breakpoint_trap(const Runtime& rt, const UnwindRegisters& regs) {
 /// Counts a sample of thread `t`, and credits its delay if it is in the
 /// selected line. Samples of the runtime's own work count nowhere.
 /// `in_kernel`: a sample of the thread's time in the kernel (start_kernel_sampling).
+/// `walk`: room for the walk, the thread's own unless another thread walks
+/// its sample (the profiler thread, for the per-CPU rings).
 void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const StackMemory& stack,
-                   bool in_kernel = false) {
+                   bool in_kernel = false, UnwindFrame* walk = nullptr) {
   // A kernel-time sample stands for `weight` configured periods
   // (unsignalled_period_ns): each counts that many times, and credits the
   // delays of `weight` x `rate` user samples.
@@ -149,7 +153,7 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   const uint64_t weight =
       in_kernel ? g_unsignalled_weight.load(std::memory_order_relaxed) : counted_in_profile(rt, t) ? 1 : 0;
   StackFrame frames[StackTable::max_frames];
-  std::optional<size_t> walked = stack_frames(rt, t, regs, stack, frames, weight);
+  std::optional<size_t> walked = stack_frames(rt, regs, stack, walk ? walk : t.unwind_frames, frames, weight);
   if (!walked) return;
   const size_t depth = *walked;
   rt.stats.samples.fetch_add(weight, std::memory_order_relaxed);
@@ -189,8 +193,10 @@ bool follows_syscall(uint64_t ip) {
 /// A sample record, laid out for sample_type = IP | REGS_USER | STACK_USER
 /// (start_sampling): u64 ip; u64 abi; u64 regs[3] (bp, sp, ip: the mask's
 /// bit order) unless abi is NONE; u64 size; u8 data[size]; u64 dyn_size
-/// (how much of data the kernel could copy) when size > 0.
-void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h, bool in_kernel) {
+/// (how much of data the kernel could copy) when size > 0. `with_tid`: the
+/// per-CPU rings' records, with TID too (u32 pid, u32 tid after ip).
+void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h, bool in_kernel,
+                        bool with_tid = false, UnwindFrame* walk = nullptr) {
   const auto* p = reinterpret_cast<const uint8_t*>(&h + 1);
   const auto* end = reinterpret_cast<const uint8_t*>(&h) + h.size;
   auto take = [&](uint64_t& v) {
@@ -199,9 +205,9 @@ void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h,
     p += sizeof v;
     return true;
   };
-  uint64_t ip, abi, size = 0, dyn_size = 0;
+  uint64_t ip, pid_tid, abi, size = 0, dyn_size = 0;
   UnwindRegisters regs;
-  if (!take(ip) || !take(abi)) return;
+  if (!take(ip) || (with_tid && !take(pid_tid)) || !take(abi)) return;
   if (abi == PERF_SAMPLE_REGS_ABI_NONE) {
     regs.ip = ip;  // no user registers (cannot happen for a user thread's user-mode sample)
   } else if (!take(regs.bp) || !take(regs.sp) || !take(regs.ip)) {
@@ -229,7 +235,7 @@ void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h,
     if (!follows_syscall(regs.ip)) return;
     regs.after_syscall = true;
   }
-  record_sample(rt, t, regs, StackMemory::copy(regs.sp, data, std::min(size, dyn_size)), in_kernel);
+  record_sample(rt, t, regs, StackMemory::copy(regs.sp, data, std::min(size, dyn_size)), in_kernel, walk);
 }
 /// Consumes thread `t`'s ring; returns how many samples of its user time
 /// it found. Does nothing when another consumer holds the ring: its records
@@ -359,6 +365,36 @@ std::atomic<bool> g_timer_failed_warned{false};
 // thread's attempt.
 enum class KernelSampling { Unknown, On, Refused };
 std::atomic<KernelSampling> g_kernel_sampling{KernelSampling::Unknown};
+
+// The process's per-CPU rings (cpu_rings.h), which take the samples of
+// every thread's kernel time where they could be opened; else each thread
+// opens a kernel-time sampler of its own (start_kernel_sampling).
+//
+// Why not every sample: the inherited events cannot be given a random
+// phase per thread (a child starts with the parent's whole period), so each
+// thread's last partial period would go unsampled, and a thread shorter
+// than a period never sampled; nor can one thread be signalled per sample,
+// or hurried. The kernel-time samplers had no random phase already, and are
+// never signalled.
+std::atomic<bool> g_cpu_rings_kernel{false};
+NoDestroy<CpuRings> g_cpu_rings_holder;
+CpuRings& g_cpu_rings = g_cpu_rings_holder.value;
+// The profiler thread, whose own samples the rings take too and count nowhere.
+std::atomic<int> g_profiler_tid{0};
+
+/// The profiler thread's room for reading the per-CPU rings: a record that
+/// wraps, the walk, the registered threads by tid, and a stand-in for the
+/// threads that have exited since their samples were taken (those still
+/// count, and credit their delays to no thread's ledger but the global one).
+struct CpuRingsReader {
+  alignas(8) unsigned char scratch[Config::stack_sample_bytes + 128];
+  UnwindFrame walk[Config::max_unwind_frames];
+  std::vector<std::pair<int, ThreadState*>> threads;
+  ThreadState exited;
+};
+CpuRingsReader* g_cpu_rings_reader = nullptr;  // allocated once, never freed (a forked child reuses it)
+
+bool cpu_rings_take_kernel_time() { return g_cpu_rings_kernel.load(std::memory_order_relaxed); }
 
 // Ring buffers of exited threads, waiting for the profiler thread to unmap them.
 FutexLock g_retired_lock;
@@ -643,7 +679,8 @@ bool start_sampling(ThreadState& t, const Config& config) {
   t.short_period_samples = static_cast<uint32_t>(sys::monotonic_ns() >> 10);
   const uint64_t kernel_period = unsignalled_period_ns(config);
   g_unsignalled_weight.store(kernel_period / config.sample_period_ns, std::memory_order_relaxed);
-  const int kernel_fd = start_kernel_sampling(t, attr, kernel_period, t.perf_fd);
+  const int kernel_fd =
+      cpu_rings_take_kernel_time() ? -1 : start_kernel_sampling(t, attr, kernel_period, t.perf_fd);
   if (kernel_fd < 0 && !map_ring(t.ring, t.perf_fd, ring_data_pages(rt && rt->quiet_sampling))) {
     log::warn_once(g_perf_refused_warned,
                    "cannot map a perf_event ring buffer ({}): threads started from now on may not be sampled{}",
@@ -731,7 +768,76 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period) {
   return period;
 }
 
+namespace {
+/// Consumes the per-CPU rings: each sample is its thread's, found by tid
+/// among the registered threads (under the registry lock, so none can leave
+/// meanwhile), and walked in the reader's room, not the thread's (whose own
+/// handler may be walking its own sample).
+void drain_cpu_rings(Runtime& rt) {
+  CpuRingsReader& reader = *g_cpu_rings_reader;
+  const int profiler_tid = g_profiler_tid.load(std::memory_order_relaxed);
+  FutexGuard guard(thread_list_lock());
+  reader.threads.clear();
+  for (auto it = thread_list_begin(); it != thread_list_end(); ++it) reader.threads.emplace_back((*it)->tid, *it);
+  std::sort(reader.threads.begin(), reader.threads.end());
+  auto thread_of = [&](int tid) -> ThreadState& {
+    auto found = std::lower_bound(reader.threads.begin(), reader.threads.end(), std::pair<int, ThreadState*>{tid, nullptr});
+    return found != reader.threads.end() && found->first == tid ? *found->second : reader.exited;
+  };
+  g_cpu_rings.drain(
+      [&](const perf_event_header& h) {
+        if (h.type == PERF_RECORD_SAMPLE) {
+          const int tid = sample_record_tid(h);
+          if (tid == profiler_tid) return;
+          signal_safe::handle_perf_sample(rt, thread_of(tid), h, true, true, reader.walk);
+        } else if (h.type == PERF_RECORD_LOST) {
+          const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);  // u64 id; u64 lost
+          rt.stats.lost.fetch_add(body[1], std::memory_order_relaxed);
+          rt.stats.lost_kernel.fetch_add(body[1], std::memory_order_relaxed);
+        }
+      },
+      reader.scratch, sizeof reader.scratch);
+}
+}  // namespace
+
+bool start_process_sampling(Runtime& rt) {
+  const Config& config = rt.config;
+  if (!config.cpu_rings || g_use_timers.load(std::memory_order_relaxed)) return false;
+  if (g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::Refused) return false;
+  if (!g_cpu_rings_reader) g_cpu_rings_reader = new CpuRingsReader;
+  CpuRings::Settings settings;
+  settings.stack_bytes = Config::stack_sample_bytes;
+  // Twice a thread's unsignalled ring: each CPU's ring, like a thread's,
+  // takes at most a sample per period, and is drained as often.
+  settings.data_pages = 2 * ring_data_pages(true);
+  settings.user = false;
+  settings.kernel = true;
+  settings.period_ns = unsignalled_period_ns(config);  // start_kernel_sampling's, for the same reasons
+  // The descriptors live only until the rings are mapped, in a process
+  // where no other thread runs (at start-up, or in a forked child): no need
+  // to take them out of the program's numbers.
+  if (!g_cpu_rings.open(settings, [](int fd) { return fd; })) {
+    // Kernel time is not ours to sample here (EACCES), or an older kernel
+    // (before 5.13) knows no inherit_thread (EINVAL): each thread tries its own.
+    log::debug("no per-CPU kernel-time sampling ({}): a sampler per thread", std::strerror(errno));
+    return false;
+  }
+  g_cpu_rings.close_descriptors([](int fd) { sys::raw_syscall6(SYS_close, fd); });
+  g_kernel_sampling.store(KernelSampling::On, std::memory_order_relaxed);
+  g_unsignalled_weight.store(settings.period_ns / config.sample_period_ns, std::memory_order_relaxed);
+  g_cpu_rings_kernel.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+void note_profiler_thread(int tid) { g_profiler_tid.store(tid, std::memory_order_relaxed); }
+
+void forget_inherited_process_sampling() {
+  g_cpu_rings.forget([](int fd) { sys::raw_syscall6(SYS_close, fd); });  // it has no descriptor: see start_process_sampling
+  g_cpu_rings_kernel.store(false, std::memory_order_relaxed);
+}
+
 void drain_unsignalled_rings(Runtime& rt) {
+  if (cpu_rings_take_kernel_time()) drain_cpu_rings(rt);
   for_each_thread([&](ThreadState& t) {
     if (t.timer_mode || t.perf_fd < 0) return;
     if (rt.quiet_sampling) {
@@ -742,7 +848,8 @@ void drain_unsignalled_rings(Runtime& rt) {
     // here, with any of its user-time samples whose signal has not been
     // handled yet (watch_signal_delivery counts those).
     uint32_t user_samples = 0;
-    if (t.signal_blocked.load(std::memory_order_relaxed) || kernel_sampling()) {
+    const bool kernel_time_here = kernel_sampling() && !cpu_rings_take_kernel_time();
+    if (t.signal_blocked.load(std::memory_order_relaxed) || kernel_time_here) {
       user_samples = signal_safe::drain_ring(rt, t);
     }
     watch_signal_delivery(rt, t, user_samples);

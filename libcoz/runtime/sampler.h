@@ -14,6 +14,19 @@ namespace coz {
 /// Installs the sample signal handler (once per process).
 bool install_sample_handler();
 
+/// Opens the process's per-CPU rings (cpu_rings.h) on the calling thread,
+/// before any other thread of the program starts: they take the samples of
+/// every thread's time in the kernel, where the system allows it, so that
+/// no thread opens a kernel-time sampler of its own. False where they
+/// cannot be opened (each thread then tries its own, as before).
+/// COZ_CPU_RINGS=0 turns them off.
+bool start_process_sampling(Runtime& rt);
+/// The profiler thread's id: its samples in the per-CPU rings count nowhere.
+void note_profiler_thread(int tid);
+/// In a forked child: drops the parent's per-CPU rings (the child's thread
+/// is not sampled into them) without touching them.
+void forget_inherited_process_sampling();
+
 /// Opens, maps and enables the calling thread's sampler. False (with a
 /// warning the first time) when perf_event_open is refused.
 bool start_sampling(ThreadState& thread, const Config& config);

@@ -1,0 +1,78 @@
+#include "cpu_rings.h"
+
+#include <asm/perf_regs.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace coz {
+
+perf_event_attr CpuRings::attributes(const Settings& settings) {
+  perf_event_attr attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.sample_period = settings.period_ns;
+  attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+  attr.sample_regs_user = (1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) | (1ull << PERF_REG_X86_IP);
+  attr.sample_stack_user = settings.stack_bytes;
+  attr.exclude_user = !settings.user;
+  attr.exclude_kernel = !settings.kernel;
+  attr.exclude_hv = 1;
+  attr.inherit = 1;
+  attr.inherit_thread = 1;  // threads, not forked children: a child opens its own
+  attr.remove_on_exec = 1;  // an exec'd image is a new program, with its own runtime
+  attr.wakeup_events = 0;   // nobody waits on them: the profiler thread drains on its clock
+  return attr;
+}
+
+bool CpuRings::open(const Settings& settings, int (*adopt)(int)) {
+  settings_ = settings;
+  perf_event_attr attr = attributes(settings);
+  const long cpus = sysconf(_SC_NPROCESSORS_CONF);
+  auto give_up = [&](int error) {
+    close([](int fd) { ::close(fd); });
+    errno = error;
+    return false;
+  };
+  for (long cpu = 0; cpu < cpus; ++cpu) {
+    long fd = syscall(SYS_perf_event_open, &attr, 0 /* this thread */, cpu, -1 /* no group */, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENODEV) continue;  // an offline CPU
+      return give_up(errno);
+    }
+    fds_.push_back(adopt(static_cast<int>(fd)));
+    auto ring = std::make_unique<PerfRing>();
+    if (!ring->map(fds_.back(), settings.data_pages)) return give_up(errno);
+    rings_.push_back(std::move(ring));
+  }
+  if (rings_.empty()) return give_up(ENODEV);
+  return true;
+}
+
+void CpuRings::disable() {
+  // The ioctl on the event that was opened reaches its inherited copies too.
+  for (int fd : fds_) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+}
+
+void CpuRings::close_descriptors(void (*close_fd)(int)) {
+  for (int fd : fds_) close_fd(fd);
+  fds_.clear();
+}
+
+void CpuRings::close(void (*close_fd)(int)) {
+  rings_.clear();  // unmaps
+  close_descriptors(close_fd);
+}
+
+void CpuRings::forget(void (*close_fd)(int)) {
+  for (auto& ring : rings_) ring->release();  // the child has no such mapping
+  rings_.clear();
+  for (int fd : fds_) close_fd(fd);  // the child's reference only: the parent's event lives on
+  fds_.clear();
+}
+
+}  // namespace coz

@@ -1,0 +1,89 @@
+// Sampling a whole process from one set of events: one task-clock event per
+// CPU, opened on the calling thread with inherit + inherit_thread, so that
+// every thread it creates from then on (and the threads those create, but
+// not forked children) is sampled into the ring of the CPU it runs on, each
+// record naming its thread (PERF_SAMPLE_TID).
+//
+// Why: an event and a ring per thread made every thread's start and exit
+// dear (two perf_event_open, a ring allocated and zeroed, an munmap with a
+// TLB shootdown on every core): a thread created and joined took 30 us
+// plain and ~200 us profiled, and fork_join (two threads per 3 ms) ran 17%
+// slower from that alone. An inherited event costs the kernel a copy of
+// the parent's at clone, nothing else (bench/floor/inherited_events.cpp:
+// 38 us against 97 us per thread). The price: no thread can be signalled
+// per sample or have its period changed alone, so these events serve the
+// samples no signal drains (the profiler thread reads the rings).
+#pragma once
+
+#include <linux/perf_event.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "perf_ring.h"
+
+namespace coz {
+
+class CpuRings {
+ public:
+  struct Settings {
+    uint64_t period_ns = 1'000'000;
+    bool user = true;    // sample user time
+    bool kernel = false; // sample kernel time (perf_event_paranoid <= 1, or CAP_PERFMON)
+    unsigned data_pages = 64;
+    uint32_t stack_bytes = 4096;  // user stack copied into each sample
+  };
+
+  /// Opens one event per online CPU on the calling thread, maps its ring
+  /// and enables it. False, with errno set and nothing kept, when any
+  /// event cannot be opened or mapped (an older kernel refuses
+  /// inherit_thread: EINVAL). `adopt` takes each descriptor out of the
+  /// program's reach and returns the number to keep (descriptors.h).
+  bool open(const Settings& settings, int (*adopt)(int));
+
+  /// Stops sampling every thread (the events stay mapped: their last
+  /// records can still be drained). Not after close_descriptors().
+  void disable();
+  /// Closes the events' descriptors: each ring's mapping keeps its event
+  /// alive, so the process holds no descriptor for them (one per CPU would
+  /// count against the program's limit), and nothing can act on them later.
+  void close_descriptors(void (*close_fd)(int));
+  /// Unmaps the rings and closes the events.
+  void close(void (*close_fd)(int));
+  /// In a forked child, which has the parent's descriptors but no mapping of
+  /// its rings (perf maps are not copied): drops them without touching the
+  /// events, which are still the parent's.
+  void forget(void (*close_fd)(int));
+
+  bool active() const { return !rings_.empty(); }
+  const Settings& settings() const { return settings_; }
+
+  /// Calls f(const perf_event_header&) for each record of every ring,
+  /// oldest first per ring. One reader at a time.
+  template <typename F>
+  void drain(F&& f, unsigned char* scratch, size_t scratch_size) {
+    for (auto& ring : rings_) ring->drain(f, scratch, scratch_size);
+  }
+
+  /// The attributes of one CPU's event (exposed for tests).
+  static perf_event_attr attributes(const Settings& settings);
+
+ private:
+  Settings settings_;
+  std::vector<std::unique_ptr<PerfRing>> rings_;
+  std::vector<int> fds_;
+};
+
+/// The thread a sample record of these events was taken in: with
+/// sample_type IP | TID | ..., the record holds u64 ip, then u32 pid, u32 tid.
+inline int sample_record_tid(const perf_event_header& h) {
+  constexpr size_t tid_offset = sizeof(perf_event_header) + sizeof(uint64_t) + sizeof(uint32_t);
+  if (h.size < tid_offset + sizeof(uint32_t)) return 0;
+  uint32_t tid;
+  std::memcpy(&tid, reinterpret_cast<const unsigned char*>(&h) + tid_offset, sizeof tid);
+  return static_cast<int>(tid);
+}
+
+}  // namespace coz
