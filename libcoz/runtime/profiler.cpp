@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "descriptors.h"
+#include "experiment_cycle.h"
 #include "experiment_window.h"
 #include "log.h"
 #include "real.h"
@@ -158,57 +159,71 @@ void Profiler::shutdown_from_signal(uint64_t timeout_ns) {
 }
 
 void Profiler::run() {
-  const Config& c = rt_.config;
-  while (!stopping_.load(std::memory_order_acquire)) {
-    read_control();
-    if (!control_.stop.empty()) {
-      stop_experiments();
-      return;
-    }
-    SourceLine* line = c.fixed_line.empty() ? wait_for_line() : wait_for_fixed_line();
-    if (!line) return;  // stopping
-    // The monitor's baseline share holds while it aims (control.h).
-    const bool aimed = !control_.aim.empty() && control_.baseline_share > 0;
-    double speedup = scheduler_.choose_speedup(aimed ? std::optional<double>(control_.baseline_share) : std::nullopt);
-    uint64_t length = c.end_to_end ? UINT64_MAX : scheduler_.choose_length(visit_rates());
-    drain_unsignalled_rings(rt_);  // samples taken before the experiment are not the experiment's
-    {
-      FutexGuard guard(lock_);
-      if (stopping_.load(std::memory_order_acquire)) return;
-      begin(line, speedup);
-    }
-    if (c.end_to_end) {  // runs until shutdown(), or until every program thread is gone
-      idle_until_stopping();
-      return;
-    }
-    if (!sleep_unless_stopping(length, true)) return;  // shutdown() ends it
+  Steps steps{*this};
+  run_experiment_cycles(steps, rt_.config.end_to_end, rt_.config.cooloff_ns);
+}
 
-    drain_unsignalled_rings(rt_);  // the experiment's last samples
-    {
-      FutexGuard guard(lock_);
-      if (stopping_.load(std::memory_order_acquire)) return;
-      stop_crediting();
-    }
-    if (!drain_debts(length)) return;  // shutdown() ends it
+bool Profiler::Steps::stopping() { return p.stopping_.load(std::memory_order_acquire); }
 
-    {
-      // Ended and written under the lock shutdown() takes: an exit meanwhile
-      // waits for these records, then writes only what is newer (written
-      // outside it, both took the same samples, or the exit ended the
-      // process between taking and writing them).
-      FutexGuard guard(lock_);
-      if (stopping_.load(std::memory_order_acquire)) return;
-      ExperimentResult result;
-      if (end(result)) {
-        two_phase_.record(result);
-        rt_.writer.write_experiment(result);
-        write_new_samples();
-      }
-    }
-    set_sample_period(rt_, c.sample_period_ns);  // only once the experiment has ended (see begin)
-    start_line_choice();
-    if (!sleep_unless_stopping(c.cooloff_ns, false)) return;
+bool Profiler::Steps::stop_asked() {
+  p.read_control();
+  return !p.control_.stop.empty();
+}
+
+void Profiler::Steps::stop_experiments() { p.stop_experiments(); }
+
+bool Profiler::Steps::choose(ExperimentChoice& choice) {
+  const Config& c = p.rt_.config;
+  choice.line = c.fixed_line.empty() ? p.wait_for_line() : p.wait_for_fixed_line();
+  if (!choice.line) return false;  // stopping
+  // The monitor's baseline share holds while it aims (control.h).
+  const bool aimed = !p.control_.aim.empty() && p.control_.baseline_share > 0;
+  choice.speedup = p.scheduler_.choose_speedup(aimed ? std::optional<double>(p.control_.baseline_share) : std::nullopt);
+  choice.length_ns = c.end_to_end ? UINT64_MAX : p.scheduler_.choose_length(p.visit_rates());
+  return true;
+}
+
+void Profiler::Steps::drain_samples() { drain_unsignalled_rings(p.rt_); }
+
+bool Profiler::Steps::begin(const ExperimentChoice& choice) {
+  FutexGuard guard(p.lock_);
+  if (stopping()) return false;
+  p.begin(choice.line, choice.speedup);
+  return true;
+}
+
+void Profiler::Steps::run_to_the_end() { p.idle_until_stopping(); }
+
+bool Profiler::Steps::sleep(uint64_t ns, bool poll_points) { return p.sleep_unless_stopping(ns, poll_points); }
+
+bool Profiler::Steps::stop_crediting() {
+  FutexGuard guard(p.lock_);
+  if (stopping()) return false;
+  p.stop_crediting();
+  return true;
+}
+
+bool Profiler::Steps::drain_debts(uint64_t length_ns) { return p.drain_debts(length_ns); }
+
+bool Profiler::Steps::end_and_write() {
+  // Ended and written under the lock shutdown() takes: an exit meanwhile
+  // waits for these records, then writes only what is newer (written
+  // outside it, both took the same samples, or the exit ended the process
+  // between taking and writing them).
+  FutexGuard guard(p.lock_);
+  if (stopping()) return false;
+  ExperimentResult result;
+  if (p.end(result)) {
+    p.two_phase_.record(result);
+    p.rt_.writer.write_experiment(result);
+    p.write_new_samples();
   }
+  return true;
+}
+
+void Profiler::Steps::after_experiment() {
+  set_sample_period(p.rt_, p.rt_.config.sample_period_ns);
+  p.start_line_choice();
 }
 
 uint64_t Profiler::quiet_step(uint64_t step_ns) const {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "control.h"
+#include "experiment_cycle.h"
 #include "experiment.h"
 #include "profiler_loop.h"
 #include "two_phase.h"
@@ -116,6 +117,23 @@ class Profiler {
     std::optional<ProcessThreads> process_threads() override;
   } census_;
   MainExitWatch exit_watch_{clock_, census_};  // profiler thread only
+  // The steps of each experiment, in the order experiment_cycle.h runs them.
+  struct Steps final : ExperimentSteps {
+    explicit Steps(Profiler& profiler) : p(profiler) {}
+    bool stopping() override;
+    bool stop_asked() override;
+    void stop_experiments() override;
+    bool choose(ExperimentChoice& choice) override;
+    void drain_samples() override;
+    bool begin(const ExperimentChoice& choice) override;
+    void run_to_the_end() override;
+    bool sleep(uint64_t ns, bool poll_points) override;
+    bool stop_crediting() override;
+    bool drain_debts(uint64_t length_ns) override;
+    bool end_and_write() override;
+    void after_experiment() override;
+    Profiler& p;
+  };
   std::vector<uint64_t> choice_base_;  // each line's samples when the choice window started (by index)
   TwoPhase two_phase_;
   bool two_phase_grouped_ = false;    // the line map is grouped by function (first phase)
