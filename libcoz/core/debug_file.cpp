@@ -28,7 +28,9 @@ std::string hex(std::span<const uint8_t> bytes) {
 bool has_lines(const std::string& path, std::span<const uint8_t> want_build_id) {
   std::string error;
   std::optional<ElfFile> file = ElfFile::open(path, error);
-  if (!file || !file->section(".debug_line").present) return false;
+  // Its presence only: inflating libc's to say so made the start-up's
+  // lookups of symbol files (object_frames.h) take 17 ms instead of ~0.
+  if (!file || !file->has_section(".debug_line")) return false;
   if (want_build_id.empty()) return true;
   std::span<const uint8_t> id = file->build_id();
   return std::equal(id.begin(), id.end(), want_build_id.begin(), want_build_id.end());

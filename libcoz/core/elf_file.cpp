@@ -70,6 +70,18 @@ std::optional<ElfFile> ElfFile::open(const std::string& path, std::string& error
   return std::nullopt;
 }
 
+bool ElfFile::has_section(std::string_view name) const {
+  try {
+    for (const elf::section& sec : elf_.sections()) {
+      size_t len = 0;
+      const char* sec_name = sec.get_name(&len);
+      if (std::string_view(sec_name, len) == name) return true;
+    }
+  } catch (...) {
+  }
+  return false;
+}
+
 ElfFile::Section ElfFile::section(std::string_view name) const {
   Section result;
   try {

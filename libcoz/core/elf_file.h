@@ -40,6 +40,9 @@ class ElfFile {
   /// The section named `name` (".debug_line", ...). Not thread-safe: the
   /// first call for a compressed section inflates it.
   Section section(std::string_view name) const;
+  /// Whether the file has a section of that name, without reading (or
+  /// decompressing) it.
+  bool has_section(std::string_view name) const;
 
   /// The GNU build ID (.note.gnu.build-id), empty if none.
   std::span<const uint8_t> build_id() const;

@@ -90,19 +90,18 @@ size_t ObjectFrames::add_loaded(const std::string& main_executable, std::string_
       ++without_cfi_;
     }
     objects_.push_back({o.name, o.bias, published, false, {}, {}});
+    if (published && !o.name.empty() && o.name.front() == '/') map_symbol_files(objects_.back());
     ++added;
   }
   if (added > 0) tables_.publish();
   return added;
 }
 
-void ObjectFrames::read_symbols(Object& object) {
-  object.symbols_read = true;
+void ObjectFrames::map_symbol_files(Object& object) {
   std::string error;
   auto file = ElfFile::open(object.path, error);
   if (!file) return;
   auto owned = std::make_unique<ElfFile>(std::move(*file));
-  object.symbols = function_symbols(*owned);
   bool has_symtab = false;
   for (const auto& sec : owned->elf().sections()) has_symtab = has_symtab || sec.get_hdr().type == elf::sht::symtab;
   std::string debug_path = has_symtab ? std::string() : find_debug_file(*owned, object.path, debug_root_);
@@ -110,13 +109,16 @@ void ObjectFrames::read_symbols(Object& object) {
   if (debug_path.empty()) return;
   // Distributions strip .symtab into the debug file: it names the internal
   // functions (__memmove_avx_unaligned_erms) that .dynsym does not.
-  auto debug = ElfFile::open(debug_path, error);
-  if (!debug) return;
-  auto debug_owned = std::make_unique<ElfFile>(std::move(*debug));
-  std::vector<FunctionSymbol> symbols = function_symbols(*debug_owned);
-  if (symbols.empty()) return;
-  object.symbols = std::move(symbols);
-  object.files.push_back(std::move(debug_owned));
+  if (auto debug = ElfFile::open(debug_path, error)) object.files.push_back(std::make_unique<ElfFile>(std::move(*debug)));
+}
+
+void ObjectFrames::read_symbols(Object& object) {
+  object.symbols_read = true;
+  if (object.files.empty()) return;
+  object.symbols = function_symbols(*object.files.front());
+  if (object.files.size() < 2) return;
+  std::vector<FunctionSymbol> symbols = function_symbols(*object.files.back());
+  if (!symbols.empty()) object.symbols = std::move(symbols);
 }
 
 std::string ObjectFrames::function_name(uint64_t function_start) {
