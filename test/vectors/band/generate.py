@@ -14,7 +14,6 @@ What it covers (docs/analysis.md section 7, the no-effect band):
 - src/work.cpp:10 (slope 0.6) is `positive`; src/io.cpp:30 (no effect, not a discovery)
   is `no-effect` as before.
 """
-import importlib.util
 import random
 import sys
 from pathlib import Path
@@ -22,11 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import reference  # noqa: E402
-
-_fdr = importlib.util.spec_from_file_location("fdr_generate", HERE.parent / "fdr" / "generate.py")
-fdr_generate = importlib.util.module_from_spec(_fdr)
-_fdr.loader.exec_module(fdr_generate)
-poisson = fdr_generate.poisson  # the same Poisson draw as the fdr vector
+import simulate  # noqa: E402
 
 SEED = 3
 P0 = 50000.0  # ns per visit at 0%
@@ -39,12 +34,7 @@ def draw(seed):
     rng.shuffle(plan)
     out = ["startup\ttime=1732190000000000000", "process\tpid=400\tparent=1\tcommand=./worker"]
     for line, slope in plan:
-        s = 0.0 if rng.random() < 0.25 else rng.randint(1, 20) / 20
-        d = rng.randint(40, 60) * 1000000
-        visits = poisson(rng, d / (P0 * (1 - slope * s)))
-        out.append(f"experiment\tselected={line}\tspeedup={s:.2f}\tduration={d}\tselected-samples={rng.randint(1, 9)}"
-                   "\tpid=400")
-        out.append(f"throughput-point\tname=items\tdelta={visits}")
+        out += simulate.experiment(rng, line, slope, P0, "items", 400)
     out += ["samples\tlocation=src/work.cpp:10\tcount=4100", "samples\tlocation=src/pause.cpp:20\tcount=2300",
             "samples\tlocation=src/io.cpp:30\tcount=1200", "runtime\ttime=20000000000"]
     return "\n".join(out) + "\n"

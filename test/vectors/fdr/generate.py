@@ -19,6 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import reference  # noqa: E402
+import simulate  # noqa: E402
 
 SEED = 55  # the first seed from 1 whose draw has every property (--search)
 P0 = 500000.0  # ns per visit at 0%
@@ -35,19 +36,6 @@ MODULES = ["alloc", "buf", "conf", "conn", "crc", "dict", "event", "fmt", "http"
            "url", "util", "worker", "zip"]
 
 
-def poisson(rng, mean):
-    # Knuth's method in chunks (exp(-mean) underflows nothing at mean <= 500)
-    n, left = 0, mean
-    while left > 0:
-        step = min(left, 50.0)
-        left -= step
-        limit, p = math.exp(-step), rng.random()
-        while p > limit:
-            n += 1
-            p *= rng.random()
-    return n
-
-
 def draw(seed):
     rng = random.Random(seed)
     plan = [(line, slope) for line, n, slope in REAL for _ in range(n)]
@@ -59,12 +47,7 @@ def draw(seed):
     rng.shuffle(plan)
     out = ["startup\ttime=1732190000000000000", "process\tpid=100\tparent=1\tcommand=./server"]
     for line, slope in plan:
-        s = 0.0 if rng.random() < 0.25 else rng.randint(1, 20) / 20
-        d = rng.randint(40, 60) * 1000000
-        visits = poisson(rng, d / (P0 * (1 - slope * s)))
-        out.append(f"experiment\tselected={line}\tspeedup={s:.2f}\tduration={d}\tselected-samples={rng.randint(1, 9)}"
-                   "\tpid=100")
-        out.append(f"throughput-point\tname=requests\tdelta={visits}")
+        out += simulate.experiment(rng, line, slope, P0, "requests", 100)
     for line, n, _ in REAL:
         out.append(f"samples\tlocation={line}\tcount={n * 37}")
     out += ["sampling\tsamples=48000\tin-scope=41000\tlost=7\tperiod=1000000\tcpu-time=48900000000"

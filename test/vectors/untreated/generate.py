@@ -17,7 +17,6 @@ What it covers (docs/analysis.md section 2, untreated experiments):
   where it runs): measured_experiments 36, untreated_experiments 12.
 - src/hot.c:10 (slope 0.6, always sampled) stays `positive`.
 """
-import importlib.util
 import random
 import sys
 from pathlib import Path
@@ -25,11 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import reference  # noqa: E402
-
-_fdr = importlib.util.spec_from_file_location("fdr_generate", HERE.parent / "fdr" / "generate.py")
-fdr_generate = importlib.util.module_from_spec(_fdr)
-_fdr.loader.exec_module(fdr_generate)
-poisson = fdr_generate.poisson  # the same Poisson draw as the fdr vector
+from simulate import poisson  # noqa: E402
 
 SEED = 7
 P0 = 500000.0  # ns per visit at 0%

@@ -1,0 +1,28 @@
+"""The simulation the generated vectors share (fdr, untreated, band): Poisson visits of
+one throughput point, P(s) = P0 * (1 - slope * s), each experiment selecting a line and
+a speedup as the runtime does. Imported by the generate.py scripts; nothing is random at
+test time (their profiles are committed as data)."""
+import math
+
+
+def poisson(rng, mean):
+    # Knuth's method in chunks (exp(-mean) underflows nothing at mean <= 500)
+    n, left = 0, mean
+    while left > 0:
+        step = min(left, 50.0)
+        left -= step
+        limit, p = math.exp(-step), rng.random()
+        while p > limit:
+            n += 1
+            p *= rng.random()
+    return n
+
+
+def experiment(rng, line, slope, p0, point, pid):
+    """One experiment's two records: 0% with probability 0.25, else 5%..100%; 40-60 ms."""
+    s = 0.0 if rng.random() < 0.25 else rng.randint(1, 20) / 20
+    d = rng.randint(40, 60) * 1000000
+    visits = poisson(rng, d / (p0 * (1 - slope * s)))
+    return [f"experiment\tselected={line}\tspeedup={s:.2f}\tduration={d}\tselected-samples={rng.randint(1, 9)}"
+            f"\tpid={pid}",
+            f"throughput-point\tname={point}\tdelta={visits}"]
