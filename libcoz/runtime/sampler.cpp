@@ -387,6 +387,9 @@ std::atomic<int> g_profiler_tid{0};
 /// threads that have exited since their samples were taken (those still
 /// count, and credit their delays to no thread's ledger but the global one).
 struct CpuRingsReader {
+  // One reader at a time: the profiler thread, or the exiting thread's
+  // shutdown(); the other leaves the records to it (as drain_ring does).
+  std::atomic<bool> busy{false};
   alignas(8) unsigned char scratch[Config::stack_sample_bytes + 128];
   UnwindFrame walk[Config::max_unwind_frames];
   std::vector<std::pair<int, ThreadState*>> threads;
@@ -775,6 +778,7 @@ namespace {
 /// handler may be walking its own sample).
 void drain_cpu_rings(Runtime& rt) {
   CpuRingsReader& reader = *g_cpu_rings_reader;
+  if (reader.busy.exchange(true, std::memory_order_acquire)) return;
   const int profiler_tid = g_profiler_tid.load(std::memory_order_relaxed);
   FutexGuard guard(thread_list_lock());
   reader.threads.clear();
@@ -797,6 +801,7 @@ void drain_cpu_rings(Runtime& rt) {
         }
       },
       reader.scratch, sizeof reader.scratch);
+  reader.busy.store(false, std::memory_order_release);
 }
 }  // namespace
 
@@ -834,6 +839,9 @@ void note_profiler_thread(int tid) { g_profiler_tid.store(tid, std::memory_order
 void forget_inherited_process_sampling() {
   g_cpu_rings.forget([](int fd) { sys::raw_syscall6(SYS_close, fd); });  // it has no descriptor: see start_process_sampling
   g_cpu_rings_kernel.store(false, std::memory_order_relaxed);
+  // The forking thread was the only one left: a reader that was draining in
+  // the parent (the profiler thread) does not exist here.
+  if (g_cpu_rings_reader) g_cpu_rings_reader->busy.store(false, std::memory_order_relaxed);
 }
 
 void drain_unsignalled_rings(Runtime& rt) {
