@@ -243,6 +243,19 @@ const analysis::SpeedupEstimate* estimate_at(const analysis::LineEffect& effect,
   return nullptr;
 }
 
+bool kernel_sampling_allowed(std::string& why_not) {
+  if (geteuid() == 0) return true;
+  std::ifstream in("/proc/sys/kernel/perf_event_paranoid");
+  int paranoid = 2;
+  if (!(in >> paranoid)) {
+    why_not = "cannot read /proc/sys/kernel/perf_event_paranoid";
+    return false;
+  }
+  if (paranoid <= 1) return true;
+  why_not = "kernel sampling not allowed: not root and perf_event_paranoid is " + std::to_string(paranoid) + " (> 1)";
+  return false;
+}
+
 uint64_t samples_on_line(const analysis::Profile& profile, const std::string& line_suffix) {
   uint64_t total = 0;
   for (const auto& [location, s] : profile.samples) {

@@ -137,6 +137,10 @@ const analysis::LineEffect* find_effect(const analysis::Analysis& result, const 
 /// The pooled estimate at `line_speedup` (0..1) on the effect's curve, if measured.
 const analysis::SpeedupEstimate* estimate_at(const analysis::LineEffect& effect, double line_speedup);
 
+/// Whether perf_event lets this process sample kernel time (root, or
+/// perf_event_paranoid <= 1); `why_not` says why not.
+bool kernel_sampling_allowed(std::string& why_not);
+
 /// Samples attributed to locations matching `line_suffix` ("file.cpp:40").
 uint64_t samples_on_line(const analysis::Profile& profile, const std::string& line_suffix);
 

@@ -300,20 +300,8 @@ TEST_F(LibraryTimeTest, StdcxxLineRanksFirst) {
 }
 
 // (f) A system call: the line's time is the kernel copying 1 MiB per pwrite.
-// Only the ranking is checked: samples in the kernel need kernel sampling,
-// which perf_event allows to root or at perf_event_paranoid <= 1.
-bool kernel_sampling_allowed(std::string& why_not) {
-  if (geteuid() == 0) return true;
-  std::ifstream in("/proc/sys/kernel/perf_event_paranoid");
-  int paranoid = 2;
-  if (!(in >> paranoid)) {
-    why_not = "cannot read /proc/sys/kernel/perf_event_paranoid";
-    return false;
-  }
-  if (paranoid <= 1) return true;
-  why_not = "kernel sampling not allowed: not root and perf_event_paranoid is " + std::to_string(paranoid) + " (> 1)";
-  return false;
-}
+// Only the ranking is checked: samples in the kernel need kernel sampling
+// (kernel_sampling_allowed).
 
 TEST_F(LibraryTimeTest, SyscallWriteLineRanksFirst) {
   std::string why_not;

@@ -168,6 +168,21 @@ void expect_exit(const ProcessResult& result, int status) {
 // processes appending to one profile.
 // ======================================================================================
 
+// A forked child samples its own time in system calls: it opens its own
+// per-CPU kernel-time samplers (the parent's inherit to its threads, not to
+// forked children). The child spends 0.6 s in 1 MiB pwrite calls; its write
+// line must get most of those samples (without them it gets a handful).
+TEST_F(RobustnessTest, AForkedChildSamplesItsTimeInSystemCalls) {
+  std::string why_not;
+  if (!kernel_sampling_allowed(why_not)) GTEST_SKIP() << why_not;
+  const ProcessResult result = run({}, {FORKER_EXE, "--children", "1", "--ms", "100", "--write-ms", "600"});
+  expect_exit(result, 0);
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  const uint64_t samples = samples_on_line(*profile, marked_line("robust/forker.cpp", "fork_write"));
+  EXPECT_GE(samples, 200u) << "0.6 s in system calls in the child";
+}
+
 // Two forked children (no exec) each run two threads of work with a progress
 // point for 0.8 s. Each process must have its own profiler: a startup record
 // followed by a process record with its pid, and experiments tagged pid=.

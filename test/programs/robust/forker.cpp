@@ -7,14 +7,19 @@
 //   --spawn PATH           posix_spawn PATH (no arguments) and wait for it
 //   --system               system() a shell that echoes, posix_spawn /bin/true
 //   --ms MS                work per process (default 600)
+//   --write-ms MS          forked children first spend MS writing 1 MiB blocks to an
+//                          unlinked temporary file: time in system calls
 //   --exit-status N        the parent's exit status
 //
 // The parent works too, prints "forker parent done children=N failed=K" and
 // exits with --exit-status; forked children print "forker child pid=P".
 #include <coz.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <cerrno>
 #include <cstdint>
@@ -51,6 +56,20 @@ void work_for(uint64_t ms) {
   helper.join();
 }
 
+/// `ms` of wall time writing 1 MiB blocks: nearly all of it in the kernel.
+void write_for(uint64_t ms) {
+  char path[] = "/tmp/forker-write-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return;
+  unlink(path);
+  static char block[1 << 20];
+  const double end = robust::now_ms() + static_cast<double>(ms);
+  while (robust::now_ms() < end) {
+    if (pwrite(fd, block, sizeof block, 0) < 0) break;  // @line:fork_write
+  }
+  close(fd);
+}
+
 int wait_for(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
@@ -78,7 +97,8 @@ std::string self_exe() {
 
 int main(int argc, char** argv) {
   const robust::Options options(
-      argc, argv, {"--work", "--children=", "--exec-self", "--spawn-self", "--spawn=", "--system", "--ms=", "--exit-status="});
+      argc, argv,
+      {"--work", "--children=", "--exec-self", "--spawn-self", "--spawn=", "--system", "--ms=", "--write-ms=", "--exit-status="});
   const uint64_t ms = options.number("--ms", 600);
   if (options.has("--work")) {
     work_for(ms);
@@ -95,6 +115,7 @@ int main(int argc, char** argv) {
       const pid_t pid = fork();
       if (pid == 0) {
         robust::say("forker child pid=" + std::to_string(getpid()) + "\n");
+        write_for(options.number("--write-ms", 0));
         work_for(ms);
         std::exit(0);  // a normal exit: atexit handlers and destructors run, as in any child
       }
