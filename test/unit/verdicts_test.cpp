@@ -24,6 +24,7 @@ LineEffect tested_effect(const std::string& line, double impact, double se, uint
   e.impact_se = se;
   e.impact_low = impact - z95 * se;
   e.impact_high = impact + z95 * se;
+  e.slope = 2 * impact;  // a straight curve over 0..100%: its effect at 50% is its impact
   e.max_effect = impact;
   e.measured_experiments = measured_experiments;
   e.experiments = measured_experiments + 4;
@@ -129,6 +130,18 @@ TEST(Verdicts, ADiscoveryInsideTheNoEffectBandIsNoEffect) {
   EXPECT_LT(effects[0].adjusted_high, 0.0);  // still a discovery: its adjusted interval is kept
   EXPECT_EQ(effects[0].experiments_needed, 0u);
   EXPECT_EQ(effects[1].label, Label::Negative);
+}
+
+TEST(Verdicts, TheBandIsReadAtAFiftyPercentSpeedupWhateverWasMeasured) {
+  // A line tested only at 0% and 50% (--fixed-speedup 50): +4.9% at 50%, so its
+  // impact (the mean over 0..50%) is +2.45%, inside the band; its slope is 0.098.
+  std::vector<LineEffect> effects{tested_effect("transmit.c:1", 0.0245, 0.004)};
+  effects[0].slope = 0.098;
+  decide_all(effects);
+  EXPECT_EQ(effects[0].label, Label::Positive);
+  effects[0].slope = 0.04;  // +2% at 50%: inside
+  decide_all(effects);
+  EXPECT_EQ(effects[0].label, Label::NoEffect);
 }
 
 TEST(Verdicts, ANarrowEstimateOutsideTheBandThatIsNoDiscoveryIsUndecided) {

@@ -248,7 +248,7 @@ def verdicts(point, effs):
     point.update(tested=m, discoveries=R, adjusted_z=zr)
     for e in tested:
         iv, ise = e["impact"], e["impact_se"]
-        material = abs(iv) >= H
+        material = not (abs(e["slope"]) * 0.5 < H)  # NaN: material
         discovery = R > 0 and e["measured_experiments"] >= N_MIN and e["p_value"] <= eligible[R - 1]
         if discovery:
             e["adjusted_low"], e["adjusted_high"] = iv - zr * ise, iv + zr * ise

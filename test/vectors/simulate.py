@@ -18,9 +18,12 @@ def poisson(rng, mean):
     return n
 
 
-def experiment(rng, line, slope, p0, point, pid):
-    """One experiment's two records: 0% with probability 0.25, else 5%..100%; 40-60 ms."""
+def experiment(rng, line, slope, p0, point, pid, speedup=None):
+    """One experiment's two records: 0% with probability 0.25, else 5%..100%, or always
+    `speedup` (a run at --fixed-speedup); 40-60 ms."""
     s = 0.0 if rng.random() < 0.25 else rng.randint(1, 20) / 20
+    if speedup is not None:
+        s = speedup
     d = rng.randint(40, 60) * 1000000
     visits = poisson(rng, d / (p0 * (1 - slope * s)))
     return [f"experiment\tselected={line}\tspeedup={s:.2f}\tduration={d}\tselected-samples={rng.randint(1, 9)}"

@@ -224,8 +224,9 @@ test("verdicts are made over every line of a point, before --point and --min-exp
     for (const e of some.effects) assert.deepEqual(verdictOf(e), byKey.get(`${e.line} ${e.point}`), JSON.stringify(options));
     assert.deepEqual(some.points, all.points);
   }
-  // The discoveries have widened intervals that exclude 0 and hold the 95% one; those estimated
-  // at ±2.5% or more are the positive and negative lines, the others are no-effect.
+  // The discoveries have widened intervals that exclude 0 and hold the 95% one; those whose
+  // effect at a 50% speedup (slope * 0.5) is ±2.5% or more are the positive and negative
+  // lines, the others are no-effect.
   for (const p of all.points) {
     const mine = all.effects.filter((e) => e.point === p.name && e.kind === p.kind);
     assert.equal(p.tested, mine.filter((e) => e.p_value !== null).length);
@@ -235,7 +236,7 @@ test("verdicts are made over every line of a point, before --point and --min-exp
       assert.ok(e.measured_experiments >= 10);
       assert.ok(e.adjusted_low > 0 || e.adjusted_high < 0);
       assert.ok(e.adjusted_low <= e.impact_low && e.adjusted_high >= e.impact_high);
-      const material = Math.abs(e.impact) >= 0.025;
+      const material = e.slope === null || Math.abs(e.slope) * 0.5 >= 0.025;
       assert.equal(e.label, material ? (e.impact > 0 ? "positive" : "negative") : "no-effect", e.line);
     }
     for (const e of mine.filter((e) => e.label === "positive" || e.label === "negative")) assert.ok(found.includes(e));

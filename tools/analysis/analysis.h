@@ -24,6 +24,9 @@ constexpr double undefined = std::numeric_limits<double>::quiet_NaN();
 constexpr double z95 = 1.959963984540054;
 /// An interval this narrow (±2.5 percentage points) around 0 settles a line as "no effect".
 constexpr double settle_half_width = 0.025;
+/// Where a line's effect is read to tell whether it is material (outside
+/// ±settle_half_width): at a 50% line speedup, slope * 0.5.
+constexpr double material_line_speedup = 0.5;
 /// The runtime picks line speedups in 5% steps; estimates are pooled per step.
 constexpr int speedup_steps_per_unit = 20;
 /// Split-half stability compares this many top lines of each point.

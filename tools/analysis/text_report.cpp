@@ -474,7 +474,7 @@ class Writer {
                          "5% of such verdicts are expected to be wrong however many lines were tested (lines "
                          "are ranked by its conservative end); @N%: program speedup with the line N% faster; "
                          "samples: share of the conventional profile. \"no effect\" and \"? +N exps\": no "
-                         "measurable effect; \"no effect\" is estimated within ±2.5% and known that closely, \"? +N exps\" is "
+                         "measurable effect; \"no effect\" is within ±2.5% at a 50% line speedup, and known that closely, \"? +N exps\" is "
                          "undecided (fewer than 10 measured experiments, or an interval too wide) and would "
                          "take about N more experiments to settle.",
                          width_),

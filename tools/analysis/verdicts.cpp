@@ -37,8 +37,11 @@ void set_label(LineEffect& e, bool discovery, double z_next) {
   double half = z95 * e.impact_se;
   // An effect inside the no-effect band is none, however sure: a real
   // program's virtual speedups carry biases of a percent or two (a pause's
-  // own cost), which enough experiments make significant.
-  const bool material = std::abs(e.impact) >= settle_half_width;
+  // own cost), which enough experiments make significant. Its size is read
+  // at a 50% line speedup from the slope, whatever speedups were measured
+  // (the impact of a run at --fixed-speedup 50 is the mean over 0..50%:
+  // half its effect at 50%). A NaN slope counts as material.
+  const bool material = !(std::abs(e.slope) * material_line_speedup < settle_half_width);
   if (discovery && material) {
     e.label = e.impact > 0.0 ? Label::Positive : Label::Negative;
   } else if (eligible(e) && !material && half <= settle_half_width) {

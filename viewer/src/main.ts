@@ -474,7 +474,7 @@ function verdict(e: LineEffect, p: PointSummary | undefined): { text: string; wh
     case "negative":
       return { text: "speeding it up slows the program down", why: `Its adjusted interval is below 0 at a ${fdr} false discovery rate${tested}.` };
     case "no-effect":
-      return { text: "no measurable effect", why: `Estimated within ±${settleHalfWidth * 100}%, with a 95% interval no wider than ±${settleHalfWidth * 100}%: too small to be worth a change, even where the interval excludes 0.` };
+      return { text: "no measurable effect", why: `Its effect at a 50% line speedup is estimated within ±${settleHalfWidth * 100}%, and its impact known to within ±${settleHalfWidth * 100}% (95% interval): too small to be worth a change, even where the interval excludes 0.` };
     case "undecided":
       if (thin(e)) {
         return {

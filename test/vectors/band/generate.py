@@ -11,6 +11,9 @@ What it covers (docs/analysis.md section 7, the no-effect band):
   programs) is tried 200 times: its adjusted interval excludes 0, it is one of the point's
   discoveries, and its estimate (about -1.2%) is inside the ±2.5% band: `no-effect`, where the rule before
   the band labelled every discovery below 0 `negative`.
+- src/send.cpp:30 (slope 0.098) is tried only at 50%, as under --fixed-speedup 50: +4.9%
+  at 50%, so its impact, the mean over the 0..50% measured, is about half that, inside the
+  band; the band reads its size at 50% from the slope: `positive`.
 - src/work.cpp:10 (slope 0.6) is `positive`; src/io.cpp:30 (no effect, not a discovery)
   is `no-effect` as before.
 """
@@ -23,9 +26,11 @@ sys.path.insert(0, str(HERE.parent))
 import reference  # noqa: E402
 import simulate  # noqa: E402
 
-SEED = 3
+SEED = 9
 P0 = 50000.0  # ns per visit at 0%
-PLAN = [("src/work.cpp:10", 40, 0.6), ("src/pause.cpp:20", 200, -0.025), ("src/io.cpp:30", 120, 0.0)]
+PLAN = [("src/work.cpp:10", 40, 0.6), ("src/pause.cpp:20", 200, -0.025), ("src/io.cpp:30", 120, 0.0),
+        ("src/send.cpp:30", 150, 0.098)]
+FIXED_50 = "src/send.cpp:30"
 
 
 def draw(seed):
@@ -34,9 +39,10 @@ def draw(seed):
     rng.shuffle(plan)
     out = ["startup\ttime=1732190000000000000", "process\tpid=400\tparent=1\tcommand=./worker"]
     for line, slope in plan:
-        out += simulate.experiment(rng, line, slope, P0, "items", 400)
+        out += simulate.experiment(rng, line, slope, P0, "items", 400, 0.5 if line == FIXED_50 else None)
     out += ["samples\tlocation=src/work.cpp:10\tcount=4100", "samples\tlocation=src/pause.cpp:20\tcount=2300",
-            "samples\tlocation=src/io.cpp:30\tcount=1200", "runtime\ttime=20000000000"]
+            "samples\tlocation=src/io.cpp:30\tcount=1200", "samples\tlocation=src/send.cpp:30\tcount=900",
+            "runtime\ttime=20000000000"]
     return "\n".join(out) + "\n"
 
 
@@ -57,8 +63,12 @@ def problems(text):
         got.append(f"work.cpp:10: {work['label']}")
     if io["label"] != "no-effect" or io["adjusted_low"] is not None:
         got.append(f"io.cpp:30: {io['label']}, adjusted {io['adjusted_low']}")
-    if a["points"][0]["discoveries"] != 2:
-        got.append(f"{a['points'][0]['discoveries']} discoveries, not 2")
+    send = effs["src/send.cpp:30"]
+    if not (send["label"] == "positive" and 0.005 < send["impact"] < reference.H - 0.003
+            and abs(send["slope"]) * 0.5 > reference.H + 0.005):
+        got.append(f"send.cpp:30: {send['label']} impact {send['impact']:+.4f} slope {send['slope']:+.4f}")
+    if a["points"][0]["discoveries"] != 3:
+        got.append(f"{a['points'][0]['discoveries']} discoveries, not 3")
     return got
 
 

@@ -4,6 +4,7 @@
 
 export const z95 = 1.959963984540054; // two-sided 95%
 export const settleHalfWidth = 0.025; // ±2.5 percentage points settles "no effect"
+export const materialLineSpeedup = 0.5; // a line's effect is material when slope * this is outside ±settleHalfWidth
 export const speedupStepsPerUnit = 20; // the runtime's 5% grid
 export const maxExperimentsNeeded = 1e9; // beyond this, "never" in practice
 export const falseDiscoveryRate = 0.05; // α: expected share of wrong "speeds up"/"slows down" verdicts of a point

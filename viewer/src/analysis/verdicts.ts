@@ -4,7 +4,7 @@
 // Mirrors tools/analysis/verdicts.cpp; every expression is evaluated in the
 // order the document writes it, so both sides get the same doubles.
 import type { Label, LineEffect, PointSummary } from "./analysis";
-import { falseDiscoveryRate, maxExperimentsNeeded, minSettleExperiments, settleHalfWidth, z95 } from "./constants";
+import { falseDiscoveryRate, materialLineSpeedup, maxExperimentsNeeded, minSettleExperiments, settleHalfWidth, z95 } from "./constants";
 import { compareStrings, kindRank } from "./order";
 
 /** erfc(x) for x >= 0 by a Chebyshev fit (relative error < 1.2e-7). */
@@ -54,8 +54,9 @@ const eligible = (e: LineEffect) => tested(e) && e.measured_experiments >= minSe
 function labelOf(e: LineEffect, discovery: boolean): Label {
   if (!e.measured) return "unmeasured";
   if (!tested(e)) return "insufficient-data";
-  // An effect inside the no-effect band is none, however sure (docs/analysis.md section 7).
-  const material = Math.abs(e.impact) >= settleHalfWidth;
+  // An effect inside the no-effect band is none, however sure; its size is read at a 50%
+  // line speedup from the slope (docs/analysis.md section 7).
+  const material = e.slope === null || !(Math.abs(e.slope) * materialLineSpeedup < settleHalfWidth);
   if (discovery && material) return e.impact > 0 ? "positive" : "negative";
   if (eligible(e) && !material && z95 * e.impact_se! <= settleHalfWidth) return "no-effect";
   return "undecided";
