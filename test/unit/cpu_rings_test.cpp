@@ -34,13 +34,15 @@ void spin_cpu_ms(int ms) {
   } while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1'000'000 < ms);
 }
 
-/// Samples per thread id in every ring.
-std::map<int, int> drain_by_tid(CpuRings& rings) {
+/// Samples per thread id in every ring; `lost` adds the samples the kernel
+/// dropped because a ring was full.
+std::map<int, int> drain_by_tid(CpuRings& rings, uint64_t* lost = nullptr) {
   std::map<int, int> by_tid;
   static unsigned char scratch[8192];
   rings.drain(
       [&](const perf_event_header& h) {
         if (h.type == PERF_RECORD_SAMPLE) ++by_tid[sample_record_tid(h)];
+        if (h.type == PERF_RECORD_LOST && lost) *lost += reinterpret_cast<const uint64_t*>(&h + 1)[1];
       },
       scratch, sizeof scratch);
   return by_tid;
@@ -59,6 +61,10 @@ TEST(CpuRings, ThreadsStartedLaterAreSampledUnderTheirOwnIds) {
   CpuRings rings;
   CpuRings::Settings settings;
   settings.period_ns = 1'000'000;
+  // Not drained until the threads end: each CPU's ring must hold all of
+  // their ~120 samples (at 64 pages, 62 each, it overflowed when most ran
+  // on one CPU: 23 samples left of a thread's 40, under ASan).
+  settings.data_pages = 256;
   if (!open_or_skip(rings, settings)) GTEST_SKIP() << "perf_event refused here";
   ASSERT_TRUE(rings.active());
   std::vector<int> tids(3);
@@ -70,7 +76,9 @@ TEST(CpuRings, ThreadsStartedLaterAreSampledUnderTheirOwnIds) {
     });
   }
   for (auto& t : threads) t.join();
-  std::map<int, int> by_tid = drain_by_tid(rings);
+  uint64_t lost = 0;
+  std::map<int, int> by_tid = drain_by_tid(rings, &lost);
+  EXPECT_EQ(lost, 0u);
   for (int tid : tids) {
     // ~40 samples of 1 ms each; the first period is a whole one.
     EXPECT_GE(by_tid[tid], 25) << "thread " << tid;
