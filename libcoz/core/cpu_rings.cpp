@@ -7,9 +7,12 @@
 
 #include <cerrno>
 
+#include "sys.h"
+
 namespace coz {
 
-perf_event_attr CpuRings::attributes(const Settings& settings) {
+namespace {
+perf_event_attr attributes(const CpuRings::Settings& settings) {
   perf_event_attr attr;
   std::memset(&attr, 0, sizeof attr);
   attr.size = sizeof attr;
@@ -29,12 +32,14 @@ perf_event_attr CpuRings::attributes(const Settings& settings) {
   return attr;
 }
 
-bool CpuRings::open(const Settings& settings, int (*adopt)(int)) {
-  settings_ = settings;
+void close_fd(int fd) { sys::raw_syscall6(SYS_close, fd); }
+}  // namespace
+
+bool CpuRings::open(const Settings& settings) {
   perf_event_attr attr = attributes(settings);
   const long cpus = sysconf(_SC_NPROCESSORS_CONF);
   auto give_up = [&](int error) {
-    close([](int fd) { ::close(fd); });
+    close();
     errno = error;
     return false;
   };
@@ -44,7 +49,7 @@ bool CpuRings::open(const Settings& settings, int (*adopt)(int)) {
       if (errno == ENODEV) continue;  // an offline CPU
       return give_up(errno);
     }
-    fds_.push_back(adopt(static_cast<int>(fd)));
+    fds_.push_back(static_cast<int>(fd));
     auto ring = std::make_unique<PerfRing>();
     if (!ring->map(fds_.back(), settings.data_pages)) return give_up(errno);
     rings_.push_back(std::move(ring));
@@ -58,21 +63,20 @@ void CpuRings::disable() {
   for (int fd : fds_) ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
 }
 
-void CpuRings::close_descriptors(void (*close_fd)(int)) {
+void CpuRings::close_descriptors() {
   for (int fd : fds_) close_fd(fd);
   fds_.clear();
 }
 
-void CpuRings::close(void (*close_fd)(int)) {
+void CpuRings::close() {
   rings_.clear();  // unmaps
-  close_descriptors(close_fd);
+  close_descriptors();
 }
 
-void CpuRings::forget(void (*close_fd)(int)) {
+void CpuRings::forget() {
   for (auto& ring : rings_) ring->release();  // the child has no such mapping
   rings_.clear();
-  for (int fd : fds_) close_fd(fd);  // the child's reference only: the parent's event lives on
-  fds_.clear();
+  close_descriptors();  // the child's references only: the parent's events live on
 }
 
 }  // namespace coz

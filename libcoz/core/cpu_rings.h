@@ -39,9 +39,9 @@ class CpuRings {
   /// Opens one event per online CPU on the calling thread, maps its ring
   /// and enables it. False, with errno set and nothing kept, when any
   /// event cannot be opened or mapped (an older kernel refuses
-  /// inherit_thread: EINVAL). `adopt` takes each descriptor out of the
-  /// program's reach and returns the number to keep (descriptors.h).
-  bool open(const Settings& settings, int (*adopt)(int));
+  /// inherit_thread: EINVAL). Descriptors are closed with the raw system
+  /// call (libcoz.so interposes close).
+  bool open(const Settings& settings);
 
   /// Stops sampling every thread (the events stay mapped: their last
   /// records can still be drained). Not after close_descriptors().
@@ -49,16 +49,22 @@ class CpuRings {
   /// Closes the events' descriptors: each ring's mapping keeps its event
   /// alive, so the process holds no descriptor for them (one per CPU would
   /// count against the program's limit), and nothing can act on them later.
-  void close_descriptors(void (*close_fd)(int));
+  void close_descriptors();
   /// Unmaps the rings and closes the events.
-  void close(void (*close_fd)(int));
+  void close();
   /// In a forked child, which has the parent's descriptors but no mapping of
   /// its rings (perf maps are not copied): drops them without touching the
   /// events, which are still the parent's.
-  void forget(void (*close_fd)(int));
+  void forget();
 
   bool active() const { return !rings_.empty(); }
-  const Settings& settings() const { return settings_; }
+  /// Whether some ring holds records not drained yet.
+  bool unread() const {
+    for (const auto& ring : rings_) {
+      if (ring->unread_bytes() > 0) return true;
+    }
+    return false;
+  }
 
   /// Calls f(const perf_event_header&) for each record of every ring,
   /// oldest first per ring. One reader at a time.
@@ -67,11 +73,7 @@ class CpuRings {
     for (auto& ring : rings_) ring->drain(f, scratch, scratch_size);
   }
 
-  /// The attributes of one CPU's event (exposed for tests).
-  static perf_event_attr attributes(const Settings& settings);
-
  private:
-  Settings settings_;
   std::vector<std::unique_ptr<PerfRing>> rings_;
   std::vector<int> fds_;
 };

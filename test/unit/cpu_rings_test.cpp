@@ -19,9 +19,6 @@
 namespace coz {
 namespace {
 
-int keep(int fd) { return fd; }
-void close_fd(int fd) { ::close(fd); }
-
 int gettid_now() { return static_cast<int>(syscall(SYS_gettid)); }
 
 void spin_cpu_ms(int ms) {
@@ -50,7 +47,7 @@ std::map<int, int> drain_by_tid(CpuRings& rings, uint64_t* lost = nullptr) {
 
 /// Opens the rings, or skips where perf_event is refused here.
 bool open_or_skip(CpuRings& rings, CpuRings::Settings settings) {
-  if (rings.open(settings, &keep)) return true;
+  if (rings.open(settings)) return true;
   const int error = errno;
   if (error == EACCES || error == EPERM || error == ENOSYS || error == ENOENT) return false;
   ADD_FAILURE() << "open: " << std::strerror(error);
@@ -84,7 +81,7 @@ TEST(CpuRings, ThreadsStartedLaterAreSampledUnderTheirOwnIds) {
     EXPECT_GE(by_tid[tid], 25) << "thread " << tid;
     EXPECT_LE(by_tid[tid], 45) << "thread " << tid;
   }
-  rings.close(&close_fd);
+  rings.close();
   EXPECT_FALSE(rings.active());
 }
 
@@ -106,7 +103,7 @@ TEST(CpuRings, DisableStopsEveryThreadsSamples) {
   worker.join();
   EXPECT_TRUE(done.load());
   EXPECT_EQ(drain_by_tid(rings)[tid], 0);
-  rings.close(&close_fd);
+  rings.close();
 }
 
 TEST(CpuRings, AForkedChildIsNotSampledIntoTheParentsRings) {
@@ -116,7 +113,7 @@ TEST(CpuRings, AForkedChildIsNotSampledIntoTheParentsRings) {
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    rings.forget(&close_fd);
+    rings.forget();
     spin_cpu_ms(30);
     _exit(rings.active() ? 1 : 0);
   }
@@ -124,7 +121,7 @@ TEST(CpuRings, AForkedChildIsNotSampledIntoTheParentsRings) {
   ASSERT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_EQ(drain_by_tid(rings)[child], 0);
-  rings.close(&close_fd);
+  rings.close();
 }
 
 TEST(CpuRings, SampleRecordTidReadsTheTidField) {
