@@ -778,6 +778,10 @@ namespace {
 /// handler may be walking its own sample).
 void drain_cpu_rings(Runtime& rt) {
   CpuRingsReader& reader = *g_cpu_rings_reader;
+  // Most drains find nothing (kernel time is a small share of most
+  // programs): then neither the registry's lock, which every new thread
+  // takes too, nor the table of threads.
+  if (!g_cpu_rings.unread()) return;
   if (reader.busy.exchange(true, std::memory_order_acquire)) return;
   const int profiler_tid = g_profiler_tid.load(std::memory_order_relaxed);
   FutexGuard guard(thread_list_lock());
@@ -821,13 +825,13 @@ bool start_process_sampling(Runtime& rt) {
   // The descriptors live only until the rings are mapped, in a process
   // where no other thread runs (at start-up, or in a forked child): no need
   // to take them out of the program's numbers.
-  if (!g_cpu_rings.open(settings, [](int fd) { return fd; })) {
+  if (!g_cpu_rings.open(settings)) {
     // Kernel time is not ours to sample here (EACCES), or an older kernel
     // (before 5.13) knows no inherit_thread (EINVAL): each thread tries its own.
     log::debug("no per-CPU kernel-time sampling ({}): a sampler per thread", std::strerror(errno));
     return false;
   }
-  g_cpu_rings.close_descriptors([](int fd) { sys::raw_syscall6(SYS_close, fd); });
+  g_cpu_rings.close_descriptors();
   g_kernel_sampling.store(KernelSampling::On, std::memory_order_relaxed);
   g_unsignalled_weight.store(settings.period_ns / config.sample_period_ns, std::memory_order_relaxed);
   g_cpu_rings_kernel.store(true, std::memory_order_relaxed);
@@ -837,7 +841,7 @@ bool start_process_sampling(Runtime& rt) {
 void note_profiler_thread(int tid) { g_profiler_tid.store(tid, std::memory_order_relaxed); }
 
 void forget_inherited_process_sampling() {
-  g_cpu_rings.forget([](int fd) { sys::raw_syscall6(SYS_close, fd); });  // it has no descriptor: see start_process_sampling
+  g_cpu_rings.forget();  // it has no descriptor: see start_process_sampling
   g_cpu_rings_kernel.store(false, std::memory_order_relaxed);
   // The forking thread was the only one left: a reader that was draining in
   // the parent (the profiler thread) does not exist here.
