@@ -3,6 +3,9 @@ one throughput point, P(s) = P0 * (1 - slope * s), each experiment selecting a l
 a speedup as the runtime does. Imported by the generate.py scripts; nothing is random at
 test time (their profiles are committed as data)."""
 import math
+import sys
+
+import reference
 
 
 def poisson(rng, mean):
@@ -29,3 +32,22 @@ def experiment(rng, line, slope, p0, point, pid, speedup=None):
     return [f"experiment\tselected={line}\tspeedup={s:.2f}\tduration={d}\tselected-samples={rng.randint(1, 9)}"
             f"\tpid={pid}",
             f"throughput-point\tname={point}\tdelta={visits}"]
+
+
+def analysis_of(here, text):
+    """reference.py's analysis of a profile text, read as a file of the vector's directory."""
+    path = here / "profile.coz.check"
+    path.write_text(text)
+    try:
+        return reference.clean(reference.analyze(reference.read([path.name], here)))
+    finally:
+        path.unlink()
+
+
+def write_checked(here, text, problems):
+    """Writes the vector's profile.coz if the draw covers what it is meant to (problems(text) empty)."""
+    wrong = problems(text)
+    if wrong:
+        sys.exit(f"{here.name}: the draw misses: " + "; ".join(wrong))
+    (here / "profile.coz").write_text(text)
+    print("wrote", here / "profile.coz")

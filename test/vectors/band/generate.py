@@ -47,12 +47,7 @@ def draw(seed):
 
 
 def problems(text):
-    path = HERE / "profile.coz.check"
-    path.write_text(text)
-    try:
-        a = reference.clean(reference.analyze(reference.read([path.name], HERE)))
-    finally:
-        path.unlink()
+    a = simulate.analysis_of(HERE, text)
     got = []
     effs = {e["line"]: e for e in a["effects"]}
     pause, work, io = effs["src/pause.cpp:20"], effs["src/work.cpp:10"], effs["src/io.cpp:30"]
@@ -73,9 +68,4 @@ def problems(text):
 
 
 if __name__ == "__main__":
-    text = draw(SEED)
-    wrong = problems(text)
-    if wrong:
-        sys.exit("band: the draw misses: " + "; ".join(wrong))
-    (HERE / "profile.coz").write_text(text)
-    print("wrote", HERE / "profile.coz")
+    simulate.write_checked(HERE, draw(SEED), problems)

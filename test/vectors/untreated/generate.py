@@ -23,8 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-import reference  # noqa: E402
-from simulate import poisson  # noqa: E402
+import simulate  # noqa: E402
 
 SEED = 7
 P0 = 500000.0  # ns per visit at 0%
@@ -39,7 +38,7 @@ def draw(seed):
         d = rng.randint(40, 60) * 1000000
         period = P0 * (1 - slope * s) * (SLOW_PHASE if slow else 1.0)
         out.append(f"experiment\tselected={line}\tspeedup={s:.2f}\tduration={d}\tselected-samples={samples}\tpid=300")
-        out.append(f"throughput-point\tname=responses\tdelta={poisson(rng, d / period)}")
+        out.append(f"throughput-point\tname=responses\tdelta={simulate.poisson(rng, d / period)}")
 
     # The ramp-up: rare.c:20 is selected 30 times, at a speedup, never sampled.
     for _ in range(30):
@@ -61,18 +60,9 @@ def draw(seed):
     return "\n".join(out) + "\n"
 
 
-def analysis_of(text):
-    path = HERE / "profile.coz.check"
-    path.write_text(text)
-    try:
-        return reference.clean(reference.analyze(reference.read([path.name], HERE)))
-    finally:
-        path.unlink()
-
-
 def problems(text):
     got = []
-    effs = {e["line"]: e for e in analysis_of(text)["effects"]}
+    effs = {e["line"]: e for e in simulate.analysis_of(HERE, text)["effects"]}
     rare, mixed, hot = effs["src/rare.c:20"], effs["src/mixed.c:30"], effs["src/hot.c:10"]
     if not (rare["label"] == "unmeasured" and rare["untreated_experiments"] == 30):
         got.append(f"rare.c:20: {rare['label']}, {rare['untreated_experiments']} untreated")
@@ -82,16 +72,11 @@ def problems(text):
         got.append(f"mixed.c:30: {mixed['label']} {mixed['impact']:+.3f}")
     if hot["label"] != "positive":
         got.append(f"hot.c:10: {hot['label']}")
-    old = {e["line"]: e for e in analysis_of(text.replace("selected-samples=0\t", "selected-samples=1\t"))["effects"]}
+    old = {e["line"]: e for e in simulate.analysis_of(HERE, text.replace("selected-samples=0\t", "selected-samples=1\t"))["effects"]}
     if old["src/rare.c:20"]["label"] != "negative":
         got.append(f"rare.c:20 read as s > 0 points: {old['src/rare.c:20']['label']}, not negative")
     return got
 
 
 if __name__ == "__main__":
-    text = draw(SEED)
-    wrong = problems(text)
-    if wrong:
-        sys.exit("untreated: the draw misses: " + "; ".join(wrong))
-    (HERE / "profile.coz").write_text(text)
-    print("wrote", HERE / "profile.coz")
+    simulate.write_checked(HERE, draw(SEED), problems)
