@@ -37,6 +37,10 @@ struct Config {
   /// COZ_CPU_RINGS=0: the samples no signal drains are taken by an event per
   /// thread, as they were before per-CPU rings (cpu_rings.h), for comparing the two.
   bool cpu_rings = true;
+  /// COZ_SAMPLE_TRAPS=0: every thread's sampler maps a ring and signals
+  /// through its descriptor, as before samplers without rings (sampler.cpp,
+  /// start_trap_sampling), for comparing the two.
+  bool sample_traps = true;
   int verbosity = 0;                        // COZ_VERBOSE: 0 warnings, 1 info, 2 debug
   std::string debug_root = "/usr/lib/debug"; // COZ_DEBUG_ROOT: where separate debug files live
 

@@ -72,12 +72,30 @@ void* c11_trampoline(void* p) {
   return reinterpret_cast<void*>(static_cast<intptr_t>(start.fn(start.arg)));
 }
 
-/// Keeps the sample signal deliverable whatever mask the program sets.
-const sigset_t* without_sample_signal(int how, const sigset_t* set, sigset_t& copy) {
-  if (!set || how == SIG_UNBLOCK || !sigismember(set, coz::sample_signal)) return set;
-  copy = *set;
-  sigdelset(&copy, coz::sample_signal);
-  return &copy;
+/// Whether `sig` is one of the runtime's sample signals (sample_signal.h) now.
+bool is_sample_signal(int sig) {
+  return (sig == coz::sample_signal || sig == coz::trap_signal) && coz::sample_signal_installed(sig);
+}
+
+/// Keeps the sample signals deliverable whatever mask the program sets.
+const sigset_t* without_sample_signals(int how, const sigset_t* set, sigset_t& copy) {
+  if (!set || how == SIG_UNBLOCK) return set;
+  bool copied = false;
+  for (int sig : {coz::sample_signal, coz::trap_signal}) {
+    if (!sigismember(set, sig) || !is_sample_signal(sig)) continue;
+    if (!copied) copy = *set;
+    copied = true;
+    sigdelset(&copy, sig);
+  }
+  return copied ? &copy : set;
+}
+
+/// The kernel's one-word signal mask without the sample signals.
+uint64_t without_sample_signals(uint64_t mask) {
+  for (int sig : {coz::sample_signal, coz::trap_signal}) {
+    if (is_sample_signal(sig)) mask &= ~(1ull << (sig - 1));
+  }
+  return mask;
 }
 
 /// sigtimedwait (sigwaitinfo, sigwait: `timeout` null) that never returns
@@ -99,7 +117,7 @@ int wait_for_program_signal(const sigset_t* set, siginfo_t* info, const struct t
       left = {static_cast<time_t>(rest / 1'000'000'000u), static_cast<long>(rest % 1'000'000'000u)};
     }
     int sig = functions().sigtimedwait(set, info, timeout ? &left : nullptr);
-    if (sig != coz::sample_signal || !coz::is_runtime_signal(info)) return sig;
+    if (!is_sample_signal(sig) || !coz::is_runtime_signal(sig, info)) return sig;
   }
 }
 
@@ -398,7 +416,7 @@ long syscall(long number, ...) {
     case SYS_signalfd:
     case SYS_signalfd4: {  // as the signalfd wrapper; the kernel's mask is one word
       if (!a2 || a3 != sizeof(uint64_t)) return real();
-      uint64_t mask = *reinterpret_cast<const uint64_t*>(a2) & ~(1ull << (coz::sample_signal - 1));
+      uint64_t mask = without_sample_signals(*reinterpret_cast<const uint64_t*>(a2));
       return functions().syscall(number, a1, reinterpret_cast<long>(&mask), a3, a4, a5, a6);
     }
     case SYS_tgkill:
@@ -489,7 +507,7 @@ int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* ti
 /// own SIGSTKFLT from a signalfd).
 int signalfd(int fd, const sigset_t* mask, int flags) {
   sigset_t copy;
-  return functions().signalfd(fd, without_sample_signal(SIG_BLOCK, mask, copy), flags);
+  return functions().signalfd(fd, without_sample_signals(SIG_BLOCK, mask, copy), flags);
 }
 
 /// Sending a signal may wake a thread in sigwait or sigsuspend: pay first, leave the credit.
@@ -508,13 +526,13 @@ int kill(pid_t pid, int sig) {
 /// The program may block all signals; the sample signal stays deliverable.
 int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
   sigset_t copy;
-  return functions().pthread_sigmask(how, without_sample_signal(how, set, copy), old);
+  return functions().pthread_sigmask(how, without_sample_signals(how, set, copy), old);
 }
 
 /// As pthread_sigmask.
 int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
   sigset_t copy;
-  return functions().sigprocmask(how, without_sample_signal(how, set, copy), old);
+  return functions().sigprocmask(how, without_sample_signals(how, set, copy), old);
 }
 
 /// The sample signal stays the runtime's; the program's disposition for it
@@ -523,7 +541,7 @@ int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
 int sigaction(int sig, const struct sigaction* action, struct sigaction* old) {
   int result;
   if (coz::exit_signal_sigaction(sig, action, old, result)) return result;
-  if (sig == coz::sample_signal && coz::sample_signal_installed()) return coz::program_sample_sigaction(action, old);
+  if (is_sample_signal(sig)) return coz::program_sample_sigaction(sig, action, old);
   return functions().sigaction(sig, action, old);
 }
 
@@ -534,8 +552,8 @@ sighandler_t signal(int sig, sighandler_t handler) {
   action.sa_flags = SA_RESTART;  // signal()'s BSD semantics, as glibc gives them
   int result;
   if (coz::exit_signal_sigaction(sig, &action, &previous, result)) return result == 0 ? previous.sa_handler : SIG_ERR;
-  if (sig != coz::sample_signal || !coz::sample_signal_installed()) return functions().signal(sig, handler);
-  coz::program_sample_sigaction(&action, &previous);
+  if (!is_sample_signal(sig)) return functions().signal(sig, handler);
+  coz::program_sample_sigaction(sig, &action, &previous);
   return previous.sa_handler;
 }
 

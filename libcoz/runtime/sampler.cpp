@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -279,7 +280,7 @@ void settle_period(Runtime& rt, ThreadState& t) {
   }
   set_period(t.perf_fd, period);
   t.regular_period.store(true, std::memory_order_release);
-  if (rt.quiet_sampling) stop_signals(t.perf_fd);
+  if (rt.quiet_sampling && !t.trap_mode.load(std::memory_order_relaxed)) stop_signals(t.perf_fd);
 }
 
 /// The period counts the program's CPU time, not the handler's. At
@@ -315,9 +316,9 @@ void resume_sampler(Runtime& rt, ThreadState& t) {
   if (now_in_force != period) set_period(t.perf_fd, now_in_force);
 }
 
-/// Timer fallback: the registers from the interrupted context, and the
-/// thread's live stack (within its bounds: never a wild read).
-void handle_timer_sample(Runtime& rt, ThreadState& t, void* context) {
+/// Timer fallback and trap mode: the registers from the interrupted
+/// context, and the thread's live stack (within its bounds: never a wild read).
+void handle_live_sample(Runtime& rt, ThreadState& t, void* context) {
   const auto* uc = static_cast<const ucontext_t*>(context);
   UnwindRegisters regs;
   regs.ip = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
@@ -326,16 +327,34 @@ void handle_timer_sample(Runtime& rt, ThreadState& t, void* context) {
   record_sample(rt, t, regs, StackMemory::live(t.stack_low, t.stack_high));
 }
 
+/// A sample of a sampler without a ring (start_trap_sampling): taken where
+/// the signal interrupted the thread, unless it arrived late.
+void handle_trap(Runtime& rt, ThreadState& t, siginfo_t* info, void* context) {
+  t.in_sample_handler.store(true, std::memory_order_relaxed);  // for watch_trap_delivery
+  t.signals_taken.fetch_add(1, std::memory_order_release);
+  const bool paused = pause_sampler(rt, t);
+  settle_period(rt, t);
+  // A sample taken while the handler ran is the runtime's work: counted
+  // nowhere, as the ring samples on the signal stack are.
+  if (!trap_arrived_late(info)) handle_live_sample(rt, t, context);
+  rt.ledger.pay_from_signal(t.ledger);
+  if (paused) resume_sampler(rt, t);
+  t.in_sample_handler.store(false, std::memory_order_release);
+}
+
 void on_sample_signal(int sig, siginfo_t* info, void* context) {
-  if (!is_runtime_signal(info)) {
-    deliver_to_program(sig, info, context);  // kill, raise, sigqueue... from the program
+  if (!is_runtime_signal(sig, info)) {
+    deliver_to_program(sig, info, context);  // kill, raise, sigqueue, int3... from the program
     return;
   }
   int saved_errno = errno;
   Runtime* rt = runtime();
   ThreadState* t = current_thread();
-  if (rt && t && t->timer_mode) {
-    handle_timer_sample(*rt, *t, context);
+  if (sig == trap_signal) {
+    // None for a thread whose sampler has stopped: a trap already on its way.
+    if (rt && t && t->trap_mode.load(std::memory_order_acquire)) handle_trap(*rt, *t, info, context);
+  } else if (rt && t && t->timer_mode) {
+    handle_live_sample(*rt, *t, context);
     rt->ledger.pay_from_signal(t->ledger);
   } else if (rt && t) {
     t->in_sample_handler.store(true, std::memory_order_relaxed);  // for watch_signal_delivery
@@ -398,6 +417,17 @@ struct CpuRingsReader {
 CpuRingsReader* g_cpu_rings_reader = nullptr;  // allocated once, never freed (a forked child reuses it)
 
 bool cpu_rings_take_kernel_time() { return g_cpu_rings_kernel.load(std::memory_order_relaxed); }
+
+// Whether threads sample with events that have no ring and raise SIGTRAP
+// themselves (sigtrap=1) instead of mapping a ring and signalling through
+// their descriptor (choose_trap_sampling). A thread's start and exit cost
+// far less: thread create + join of an empty thread 36 us plain, 41 us with
+// such an event, 106 us with an event and its ring (bench/floor/
+// inherited_events.cpp, 2 cores), the ring's pages allocated, zeroed, and
+// unmapped with a TLB shootdown on every core. The handler walks the live
+// stack instead of a copy of it, as in timer mode. Samples of the time in
+// the kernel still need a ring, and take the per-CPU ones.
+std::atomic<bool> g_trap_sampling{false};
 
 // Ring buffers of exited threads, waiting for the profiler thread to unmap them.
 FutexLock g_retired_lock;
@@ -485,8 +515,8 @@ bool map_ring(PerfRing& ring, int fd, unsigned pages) {
   return false;
 }
 
-/// Whether thread `tid` blocks the sample signal now (its SigBlk in /proc).
-bool sample_signal_blocked(int tid) {
+/// Whether thread `tid` blocks `sig` now (its SigBlk in /proc).
+bool signal_blocked_in_proc(int tid, int sig) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
   char text[4096];
@@ -494,8 +524,11 @@ bool sample_signal_blocked(int tid) {
   const char* field = std::strstr(text, "\nSigBlk:");
   if (!field) return false;
   uint64_t mask = std::strtoull(field + std::strlen("\nSigBlk:"), nullptr, 16);
-  return mask & (1ull << (sample_signal - 1));
+  return mask & (1ull << (sig - 1));
 }
+
+/// Whether thread `tid` blocks the sample signal now.
+bool sample_signal_blocked(int tid) { return signal_blocked_in_proc(tid, sample_signal); }
 
 std::atomic<int> g_signal_blocked_threads{0};
 std::atomic<bool> g_signal_blocked_warned{false};
@@ -570,15 +603,16 @@ void watch_signal_delivery(Runtime& rt, ThreadState& t, uint32_t user_samples_dr
   t.signal_blocked.store(blocked, std::memory_order_relaxed);
 }
 
-long perf_event_open(perf_event_attr* attr) {
-  long fd = sys::raw_syscall6(SYS_perf_event_open, reinterpret_cast<long>(attr), 0 /* this thread */,
-                              -1 /* any cpu */, -1 /* no group */, PERF_FLAG_FD_CLOEXEC);
+/// An event on thread `tid` (0: the calling thread), or -errno.
+long perf_event_open(perf_event_attr* attr, int tid = 0) {
+  long fd = sys::raw_syscall6(SYS_perf_event_open, reinterpret_cast<long>(attr), tid, -1 /* any cpu */,
+                              -1 /* no group */, PERF_FLAG_FD_CLOEXEC);
   return fd;
 }
 }  // namespace
 
 bool install_sample_handler() {
-  return install_sample_signal(&signal_safe::on_sample_signal);
+  return install_sample_signal(sample_signal, &signal_safe::on_sample_signal);
 }
 
 /// A second sampler for the thread's time in the kernel, where the system
@@ -634,18 +668,27 @@ int start_kernel_sampling(ThreadState& t, perf_event_attr attr, uint64_t period,
   return kernel_fd;
 }
 
-bool start_sampling(ThreadState& t, const Config& config) {
-  if (g_use_timers.load(std::memory_order_relaxed)) return start_timer_sampling(t, config);
+/// Where a sampler without a ring opens (start_trap_sampling): the event
+/// of `ring_sampler_attr`, which raises SIGTRAP for each sample itself.
+perf_event_attr trap_sampler_attr(perf_event_attr attr) {
+  attr.sample_type = 0;  // nothing is written: it has no ring
+  attr.sample_regs_user = 0;
+  attr.sample_stack_user = 0;
+  attr.wakeup_events = 0;
+  attr.sigtrap = 1;
+  attr.remove_on_exec = 1;  // the kernel asks it of sigtrap events; a program exec'd starts its own
+  attr.sig_data = trap_signal_tag();  // tells its traps from the program's (is_runtime_signal)
+  return attr;
+}
+
+/// The user-time sampler's event, disabled, with its first period `first`.
+perf_event_attr ring_sampler_attr(uint64_t first, bool quiet) {
   perf_event_attr attr;
   std::memset(&attr, 0, sizeof attr);
   attr.size = sizeof attr;
   attr.type = PERF_TYPE_SOFTWARE;
   attr.config = PERF_COUNT_SW_TASK_CLOCK;
-  Runtime* rt = runtime();
-  uint64_t period = rt ? rt->sample_period_ns.load(std::memory_order_relaxed) : 0;
-  if (period == 0) period = config.sample_period_ns;
-  const uint64_t phase = first_period(t, period);
-  attr.sample_period = std::max(phase, min_first_period_ns);
+  attr.sample_period = first;
   // The user registers and a slice of the user stack: the sample's walk
   // (unwinder.h) finds its callers without frame pointers.
   attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
@@ -658,33 +701,18 @@ bool start_sampling(ThreadState& t, const Config& config) {
   // settings): delays are paid within one period. In a quiet run, only the
   // first sample signals (settle_period), and the ring wakes no one until
   // it is half full, which the profiler thread's drains never let happen.
-  attr.wakeup_events = rt && rt->quiet_sampling ? 0 : 1;
+  attr.wakeup_events = quiet ? 0 : 1;
+  return attr;
+}
 
-  long fd = perf_event_open(&attr);
-  if (fd < 0) {
-    // Refused for this process (paranoid level, seccomp, no PMU): fall back for every thread.
-    log::warn_once(g_perf_refused_warned,
-                   "perf_event_open refused ({}): sampling with CPU-time timers instead (time in the kernel is "
-                   "not sampled)",
-                   std::strerror(static_cast<int>(-fd)));
-    g_use_timers.store(true, std::memory_order_relaxed);
-    return start_timer_sampling(t, config);
-  }
-  // Out of the program's reach: it may close every descriptor it did not
-  // open and reuse the numbers (descriptors.h), and this one gets a period
-  // set, flags changed and a close at the thread's exit.
-  t.perf_fd = descriptors::adopt(static_cast<int>(fd));
-  t.regular_period.store(false, std::memory_order_relaxed);
-  t.phase_delay_ns = attr.sample_period - phase;
-  // At a shortened period, one sample in `rate` is counted (counted_in_profile):
-  // which one must be random too, or every thread would lose its last
-  // rate - 1 samples on average (-10% for threads of 2-3 ms).
-  t.short_period_samples = static_cast<uint32_t>(sys::monotonic_ns() >> 10);
+/// Maps the ring of the user-time sampler `t.perf_fd` (shared with a
+/// kernel-time sampler where one is needed) and routes its signals to the
+/// thread. False, with the thread's sampler stopped, when it cannot.
+bool start_ring_sampling(ThreadState& t, const Config& config, const perf_event_attr& attr, bool quiet) {
   const uint64_t kernel_period = unsignalled_period_ns(config);
-  g_unsignalled_weight.store(kernel_period / config.sample_period_ns, std::memory_order_relaxed);
   const int kernel_fd =
       cpu_rings_take_kernel_time() ? -1 : start_kernel_sampling(t, attr, kernel_period, t.perf_fd);
-  if (kernel_fd < 0 && !map_ring(t.ring, t.perf_fd, ring_data_pages(rt && rt->quiet_sampling))) {
+  if (kernel_fd < 0 && !map_ring(t.ring, t.perf_fd, ring_data_pages(quiet))) {
     log::warn_once(g_perf_refused_warned,
                    "cannot map a perf_event ring buffer ({}): threads started from now on may not be sampled{}",
                    std::strerror(errno),
@@ -714,6 +742,47 @@ bool start_sampling(ThreadState& t, const Config& config) {
   return true;
 }
 
+bool start_sampling(ThreadState& t, const Config& config) {
+  if (g_use_timers.load(std::memory_order_relaxed)) return start_timer_sampling(t, config);
+  Runtime* rt = runtime();
+  const bool quiet = rt && rt->quiet_sampling;
+  uint64_t period = rt ? rt->sample_period_ns.load(std::memory_order_relaxed) : 0;
+  if (period == 0) period = config.sample_period_ns;
+  const uint64_t phase = first_period(t, period);
+  perf_event_attr attr = ring_sampler_attr(std::max(phase, min_first_period_ns), quiet);
+
+  long fd = -1;
+  if (g_trap_sampling.load(std::memory_order_relaxed)) {
+    perf_event_attr trap = trap_sampler_attr(attr);
+    fd = perf_event_open(&trap);
+    t.trap_mode.store(fd >= 0, std::memory_order_release);  // else a ring, as if there were no traps
+  }
+  if (fd < 0) fd = perf_event_open(&attr);
+  if (fd < 0) {
+    // Refused for this process (paranoid level, seccomp, no PMU): fall back for every thread.
+    log::warn_once(g_perf_refused_warned,
+                   "perf_event_open refused ({}): sampling with CPU-time timers instead (time in the kernel is "
+                   "not sampled)",
+                   std::strerror(static_cast<int>(-fd)));
+    g_use_timers.store(true, std::memory_order_relaxed);
+    return start_timer_sampling(t, config);
+  }
+  // Out of the program's reach: it may close every descriptor it did not
+  // open and reuse the numbers (descriptors.h), and this one gets a period
+  // set, flags changed and a close at the thread's exit.
+  t.perf_fd = descriptors::adopt(static_cast<int>(fd));
+  t.regular_period.store(false, std::memory_order_relaxed);
+  t.phase_delay_ns = attr.sample_period - phase;
+  // At a shortened period, one sample in `rate` is counted (counted_in_profile):
+  // which one must be random too, or every thread would lose its last
+  // rate - 1 samples on average (-10% for threads of 2-3 ms).
+  t.short_period_samples = static_cast<uint32_t>(sys::monotonic_ns() >> 10);
+  g_unsignalled_weight.store(unsignalled_period_ns(config) / config.sample_period_ns, std::memory_order_relaxed);
+  if (!t.trap_mode.load(std::memory_order_relaxed)) return start_ring_sampling(t, config, attr, quiet);
+  ioctl(t.perf_fd, PERF_EVENT_IOC_ENABLE, 0);
+  return true;
+}
+
 void stop_sampling(ThreadState& t) {
   if (t.timer_mode) {
     timer_delete(t.timer);
@@ -721,6 +790,14 @@ void stop_sampling(ThreadState& t) {
     return;
   }
   if (t.perf_fd < 0) return;
+  if (t.trap_mode.exchange(false, std::memory_order_acq_rel)) {
+    // Nothing to drain or unmap: a trap still on its way finds trap_mode off.
+    ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+    descriptors::close_own(t.perf_fd);
+    t.perf_fd = -1;
+    return;
+  }
+  if (t.parked_trap_fd >= 0) descriptors::close_own(std::exchange(t.parked_trap_fd, -1));
   if (t.signal_blocked.exchange(false, std::memory_order_relaxed)) {
     g_signal_blocked_threads.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -809,7 +886,53 @@ void drain_cpu_rings(Runtime& rt) {
 }
 }  // namespace
 
-bool start_process_sampling(Runtime& rt) {
+namespace {
+/// Whether the running kernel is `major`.`minor` or later.
+bool kernel_at_least(int major, int minor) {
+  utsname name{};
+  if (uname(&name) != 0) return false;
+  int running_major = 0, running_minor = 0;
+  if (std::sscanf(name.release, "%d.%d", &running_major, &running_minor) != 2) return false;
+  return running_major > major || (running_major == major && running_minor >= minor);
+}
+
+/// Whether a debugger traces the process: it would stop the program at
+/// each of the runtime's SIGTRAPs.
+bool traced() {
+  char text[4096];
+  if (sys::read_small_file("/proc/self/status", text, sizeof text) <= 0) return false;
+  const char* field = std::strstr(text, "\nTracerPid:");
+  return field && std::strtol(field + std::strlen("\nTracerPid:"), nullptr, 10) != 0;
+}
+
+/// Decides whether threads sample with traps (g_trap_sampling), on the
+/// first thread, before any other starts: where the kernel sends a thread's
+/// trap when it blocks SIGTRAP later instead of forcing it (Linux 6.0; on
+/// 5.13-5.x a sample taken while the handler ran would end the process),
+/// no debugger is attached, the time in the kernel needs no ring per
+/// thread (the per-CPU rings take it, or it cannot be sampled), and an
+/// event of the kind opens. Then the runtime's handler takes SIGTRAP too.
+void choose_trap_sampling(const Config& config, bool cpu_rings) {
+  g_trap_sampling.store(false, std::memory_order_relaxed);
+  if (!config.sample_traps || g_use_timers.load(std::memory_order_relaxed)) return;
+  const bool per_thread_kernel_rings =
+      !cpu_rings && g_kernel_sampling.load(std::memory_order_relaxed) != KernelSampling::Refused;
+  if (per_thread_kernel_rings || !kernel_at_least(6, 0) || traced()) return;
+  perf_event_attr probe = trap_sampler_attr(ring_sampler_attr(1'000'000'000, false));
+  long fd = perf_event_open(&probe);
+  if (fd < 0) {
+    log::debug("no samplers without rings ({}): a ring per thread", std::strerror(static_cast<int>(-fd)));
+    return;
+  }
+  sys::raw_syscall6(SYS_close, fd);
+  if (!install_sample_signal(trap_signal, &signal_safe::on_sample_signal)) return;
+  g_trap_sampling.store(true, std::memory_order_relaxed);
+  static std::atomic<bool> said{false};  // once, not again in each forked child
+  if (!said.exchange(true)) log::info("samplers: each thread's perf_event raises SIGTRAP per sample, with no ring");
+}
+
+/// Opens the per-CPU rings for the time in the kernel (start_process_sampling).
+bool open_cpu_rings(Runtime& rt) {
   const Config& config = rt.config;
   if (!config.cpu_rings || g_use_timers.load(std::memory_order_relaxed)) return false;
   if (g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::Refused) return false;
@@ -826,9 +949,11 @@ bool start_process_sampling(Runtime& rt) {
   // where no other thread runs (at start-up, or in a forked child): no need
   // to take them out of the program's numbers.
   if (!g_cpu_rings.open(settings)) {
-    // Kernel time is not ours to sample here (EACCES), or an older kernel
-    // (before 5.13) knows no inherit_thread (EINVAL): each thread tries its own.
+    // Kernel time is not ours to sample here (EACCES: no thread's sampler
+    // could either), or an older kernel (before 5.13) knows no
+    // inherit_thread (EINVAL): each thread tries its own.
     log::debug("no per-CPU kernel-time sampling ({}): a sampler per thread", std::strerror(errno));
+    if (errno == EACCES || errno == EPERM) g_kernel_sampling.store(KernelSampling::Refused, std::memory_order_relaxed);
     return false;
   }
   g_cpu_rings.close_descriptors();
@@ -836,6 +961,13 @@ bool start_process_sampling(Runtime& rt) {
   g_unsignalled_weight.store(settings.period_ns / config.sample_period_ns, std::memory_order_relaxed);
   g_cpu_rings_kernel.store(true, std::memory_order_relaxed);
   return true;
+}
+}  // namespace
+
+bool start_process_sampling(Runtime& rt) {
+  const bool cpu_rings = open_cpu_rings(rt);
+  choose_trap_sampling(rt.config, cpu_rings);
+  return cpu_rings;
 }
 
 void note_profiler_thread(int tid) { g_profiler_tid.store(tid, std::memory_order_relaxed); }
@@ -848,10 +980,86 @@ void forget_inherited_process_sampling() {
   if (g_cpu_rings_reader) g_cpu_rings_reader->busy.store(false, std::memory_order_relaxed);
 }
 
+namespace {
+/// Whether thread `tid` blocks SIGTRAP now (its SigBlk in /proc).
+bool trap_signal_blocked(int tid) { return signal_blocked_in_proc(tid, trap_signal); }
+
+/// Gives thread `t`, whose traps wait blocked, the sampler of a thread that
+/// blocks the sample signal (watch_signal_delivery): a ring the profiler
+/// thread drains, whose signal (SIGSTKFLT, O_ASYNC off for now) comes back
+/// when the thread unblocks it. Its trap event is disabled and parked. From
+/// the profiler thread, with `t` registered (for_each_thread).
+bool switch_to_ring(Runtime& rt, ThreadState& t) {
+  perf_event_attr attr = ring_sampler_attr(rt.sample_period_ns.load(std::memory_order_relaxed), /*quiet=*/true);
+  attr.disabled = 0;
+  long fd = perf_event_open(&attr, t.tid);
+  if (fd < 0) return false;
+  f_owner_ex owner{F_OWNER_TID, t.tid};
+  if (!map_ring(t.ring, static_cast<int>(fd), ring_data_pages(true)) ||
+      sys::raw_syscall6(SYS_fcntl, fd, F_SETSIG, sample_signal) != 0 ||
+      sys::raw_syscall6(SYS_fcntl, fd, F_SETOWN_EX, reinterpret_cast<long>(&owner)) != 0) {
+    t.ring.unmap();
+    sys::raw_syscall6(SYS_close, fd);
+    return false;
+  }
+  ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+  t.parked_trap_fd = t.perf_fd;
+  t.regular_period.store(true, std::memory_order_relaxed);
+  t.signal_blocked.store(true, std::memory_order_relaxed);
+  g_signal_blocked_threads.fetch_add(1, std::memory_order_relaxed);
+  t.perf_fd = descriptors::adopt(static_cast<int>(fd));
+  t.trap_mode.store(false, std::memory_order_release);
+  return true;
+}
+
+/// A thread in trap mode can block SIGTRAP where the wrappers cannot keep
+/// it deliverable (the raw rt_sigprocmask, or a long handler of its own
+/// whose sa_mask holds it): its traps then wait, coalesced into one, and
+/// its samples are lost. The profiler thread watches for it, as
+/// watch_signal_delivery does for the rings: a thread that has run
+/// blocked_cpu_for_switch_ns of CPU time with no trap handled and SIGTRAP
+/// blocked in /proc is given a ring (switch_to_ring). Cheap for the threads
+/// that take traps: no system call unless none came since the last look.
+void watch_trap_delivery(Runtime& rt, ThreadState& t) {
+  constexpr uint64_t blocked_cpu_for_switch_ns = 5'000'000;
+  if (t.in_sample_handler.load(std::memory_order_acquire)) return;
+  const uint32_t taken = t.signals_taken.load(std::memory_order_acquire);
+  if (taken != t.blocked_seen_taken) {
+    t.blocked_seen_taken = taken;
+    t.blocked_seen_cpu_ns = 0;
+    return;
+  }
+  const uint64_t cpu = sys::thread_cpu_ns(t.tid);
+  if (t.blocked_seen_cpu_ns == 0 || cpu - t.blocked_seen_cpu_ns < blocked_cpu_for_switch_ns) {
+    if (t.blocked_seen_cpu_ns == 0) t.blocked_seen_cpu_ns = cpu;
+    return;
+  }
+  t.blocked_seen_cpu_ns = cpu;  // time in the kernel takes no trap either: look again later
+  if (!trap_signal_blocked(t.tid) || !switch_to_ring(rt, t)) return;
+  t.blocked_seen_cpu_ns = 0;
+  log::warn_once(g_signal_blocked_warned,
+                 "thread {} blocks the sample signal (SIGTRAP) where the runtime cannot unblock it (a raw "
+                 "rt_sigprocmask, or a long handler that masks it): its samples are collected without signals "
+                 "while it does, and it pays the experiments' delays only at its waits",
+                 t.tid);
+}
+
+/// How often the profiler thread looks at the trap threads (watch_trap_delivery).
+constexpr uint64_t trap_watch_interval_ns = 20'000'000;
+uint64_t g_last_trap_watch_ns = 0;  // the profiler thread's
+}  // namespace
+
 void drain_unsignalled_rings(Runtime& rt) {
   if (cpu_rings_take_kernel_time()) drain_cpu_rings(rt);
+  const uint64_t now = g_trap_sampling.load(std::memory_order_relaxed) ? sys::monotonic_ns() : 0;
+  const bool watch_traps = now - g_last_trap_watch_ns >= trap_watch_interval_ns;
+  if (watch_traps) g_last_trap_watch_ns = now;
   for_each_thread([&](ThreadState& t) {
     if (t.timer_mode || t.perf_fd < 0) return;
+    if (t.trap_mode.load(std::memory_order_relaxed)) {  // no ring
+      if (watch_traps) watch_trap_delivery(rt, t);
+      return;
+    }
     if (rt.quiet_sampling) {
       signal_safe::drain_ring(rt, t);
       return;
@@ -908,6 +1116,8 @@ void forget_retired_rings() {
 
 void forget_inherited_sampler(ThreadState& t) {
   t.timer_mode = false;  // POSIX timers are not inherited by a forked child
+  t.trap_mode.store(false, std::memory_order_relaxed);
+  if (t.parked_trap_fd >= 0) descriptors::close_own(std::exchange(t.parked_trap_fd, -1));
   t.signal_blocked.store(false, std::memory_order_relaxed);  // the new sampler signals until seen otherwise
   g_signal_blocked_threads.store(0, std::memory_order_relaxed);
   t.kernel_event_id = 0;

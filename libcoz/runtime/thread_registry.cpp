@@ -41,11 +41,18 @@ void on_thread_exit(void*) { unregister_current_thread(); }
 
 void make_exit_key() { pthread_key_create(&g_exit_key, &on_thread_exit); }
 
-/// A program may block every signal in its threads; sampling needs ours.
-void unblock_sample_signal() {
+/// The runtime's sample signals (sample_signal.h).
+sigset_t sample_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, sample_signal);
+  if (sample_signal_installed(trap_signal)) sigaddset(&set, trap_signal);
+  return set;
+}
+
+/// A program may block every signal in its threads; sampling needs ours.
+void unblock_sample_signals() {
+  sigset_t set = sample_signals();
   real::functions().pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
@@ -78,7 +85,7 @@ void record_stack_bounds(ThreadState& t) {
   pthread_once(&g_exit_key_once, &make_exit_key);
   pthread_setspecific(g_exit_key, t);  // non-null value: the destructor runs at thread exit
   install_signal_stack(*t);  // before its first sample
-  unblock_sample_signal();
+  unblock_sample_signals();
   tls_thread = t;
   g_live_threads.fetch_add(1, std::memory_order_relaxed);
   if (rt->sampling_enabled) start_sampling(*t, rt->config);
@@ -252,9 +259,7 @@ void seal_current_thread() {
     stop_sampling(*t);
     // A sample signal already on its way would run the handler, whose
     // system calls strict mode punishes with SIGKILL: it stays pending.
-    sigset_t sample;
-    sigemptyset(&sample);
-    sigaddset(&sample, sample_signal);
+    sigset_t sample = sample_signals();
     sys::raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&sample), 0, 8);
   }
   RuntimeSection::enter_for_good();  // its calls pass straight through the wrappers from now on

@@ -41,7 +41,14 @@ struct ThreadState {
   // pointers within the thread's stack.
   bool timer_mode = false;
   timer_t timer{};
-  // The thread's stack (0, 0 when unknown): for the timer fallback's walks,
+  // Its perf_event has no ring and raises SIGTRAP itself for each sample
+  // (sampler.cpp, g_trap_sampling): the handler walks the live stack, as in
+  // timer mode. Turned off by the profiler thread when the thread blocks
+  // SIGTRAP for good (watch_trap_delivery): its sampler is then a ring one,
+  // and its trap event, disabled, stays open in parked_trap_fd until it exits.
+  std::atomic<bool> trap_mode{false};
+  int parked_trap_fd = -1;
+  // The thread's stack (0, 0 when unknown): for the live walks (timer and trap modes),
   // and the walks that find a wait's site (record_blocked).
   uintptr_t stack_low = 0, stack_high = 0;
   int breakpoint_fd[max_breakpoints] = {-1, -1, -1, -1};  // --progress/--latency counters

@@ -7,6 +7,10 @@
 //
 // Every program runs ~0.3 s of CPU time; the whole executable ~15 s.
 #include <signal.h>
+#include <sys/utsname.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include <gtest/gtest.h>
 
@@ -78,6 +82,40 @@ TEST_F(OwnershipSignalsTest, ProgramsOwnSigstkfltReachesItsHandlerAndDefaultActi
   expect_same_ending(base, run);
   EXPECT_EQ(run.out, expected);
   expect_samples_on("own_sigstkflt.c");
+}
+
+/// Whether the runtime samples with SIGTRAP (sampler.cpp,
+/// choose_trap_sampling): on Linux 6.0 or later, unless told not to.
+bool runtime_samples_with_traps() {
+  if (const char* traps = std::getenv("COZ_SAMPLE_TRAPS"); traps && std::string(traps) == "0") return false;
+  utsname name{};
+  int major = 0, minor = 0;
+  return uname(&name) == 0 && std::sscanf(name.release, "%d.%d", &major, &minor) == 2 && major >= 6;
+}
+
+// The program's own SIGTRAPs where the runtime samples with SIGTRAP: the 10
+// it sends itself and the 4 traps of its own int3 reach its handler, none of
+// the runtime's does, SIG_IGN ignores a raise, and the program ends as it
+// does plain: by an int3 under SIG_IGN (which the kernel forces), or by a
+// raise under SIG_DFL.
+TEST_F(OwnershipSignalsTest, ProgramsOwnSigtrapReachesItsHandlerAndEndsItAsPlain) {
+  const std::string expected =
+      "own_sigtrap handled=10 of 10 traps=4 of 4 queued_ok=2 readback=1 ignored_ok=1 other=0\n";
+  for (const std::string ending : {"--int3", "--raise"}) {
+    SCOPED_TRACE(ending);
+    const ProcessResult base = plain({OWN_SIGTRAP_EXE, ending});
+    ASSERT_EQ(base.term_signal, SIGTRAP) << describe(base);
+    ASSERT_EQ(base.out, expected);
+
+    const ProcessResult run = profiled({"-v"}, {OWN_SIGTRAP_EXE, ending});
+    expect_same_ending(base, run);
+    EXPECT_EQ(run.out, expected);
+    expect_samples_on("own_sigtrap.c", 100);
+    if (runtime_samples_with_traps()) {
+      EXPECT_EQ(count_lines_containing(run.err, "raises SIGTRAP per sample"), 1u)
+          << "the runtime did not sample with SIGTRAP, so the run proves little; stderr:\n" << run.err;
+    }
+  }
 }
 
 // ======================================================================================
