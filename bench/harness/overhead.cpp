@@ -191,8 +191,9 @@ Section measure_overhead(const Config& config) {
                   "mode once, order rotated. Programs scaled to ~{:.1f} s plain.",
                   config.overhead_rounds, config.overhead_run_s),
       "ours: the `coz` under test; sampling only = `--fixed-speedup 0` (every experiment a 0% baseline, no delays, "
-      "one sample per ms of thread CPU time; since nothing can be owed, threads take no signal per sample and the "
-      "profiler thread collects the samples); full = plain `coz run` (random lines and speedups; its experiments "
+      "one sample per ms of thread CPU time; where threads sample with traps (Linux 6.0+, docs/signals.md) each "
+      "sample is a SIGTRAP handled in its thread, else nothing can be owed, threads take no signal per sample and "
+      "the profiler thread drains their rings); full = plain `coz run` (random lines and speedups; its experiments "
       "sample every 0.5 ms so that each pause is shorter, and signal every sample so that delays are paid at "
       "once, so the sampling part of a full run costs more than twice the sampling-only figure).",
       "coz-profiler: Debian's /usr/bin/coz (0.2.2) on the `_dwarf3` copy of the same program (-gdwarf-3: it cannot "

@@ -501,10 +501,11 @@ int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* ti
   return ret;
 }
 
-/// Never reports the sample signal: a thread that blocks it with the raw
+/// Never reports the sample signals: a thread that blocks them with the raw
 /// rt_sigprocmask would read the runtime's samples as its own signals, and
 /// a signalfd cannot tell them apart (the cost: a program cannot read its
-/// own SIGSTKFLT from a signalfd).
+/// own SIGSTKFLT, nor SIGTRAP where the runtime samples with it, from a
+/// signalfd).
 int signalfd(int fd, const sigset_t* mask, int flags) {
   sigset_t copy;
   return functions().signalfd(fd, without_sample_signals(SIG_BLOCK, mask, copy), flags);

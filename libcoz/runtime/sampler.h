@@ -1,8 +1,11 @@
-// Sampling: a perf_event task-clock counter per thread that samples the IP
-// and user callchain into a ring buffer and signals the thread on each
-// sample; the signal handler attributes samples to lines and pays delays.
-// A run that can insert no delays needs no signals: its threads are
-// signalled once, and the profiler thread drains their rings.
+// Sampling: a perf_event task-clock counter per thread. Where the kernel
+// allows (sampler.cpp, choose_trap_sampling), it has no ring and raises
+// SIGTRAP in the thread for each sample; the handler walks the live stack.
+// Else it samples the registers and a slice of the user stack into a ring
+// buffer and signals the thread on each sample through its descriptor; a
+// run that can insert no delays then needs no signals: its threads are
+// signalled once, and the profiler thread drains their rings. Either way
+// the signal handler attributes samples to lines and pays delays.
 #pragma once
 
 #include "runtime.h"
@@ -19,7 +22,8 @@ bool install_sample_handler();
 /// every thread's time in the kernel, where the system allows it, so that
 /// no thread opens a kernel-time sampler of its own. False where they
 /// cannot be opened (each thread then tries its own, as before).
-/// COZ_CPU_RINGS=0 turns them off.
+/// COZ_CPU_RINGS=0 turns them off. Then decides whether threads sample
+/// with traps (no ring per thread), and if so takes SIGTRAP.
 bool start_process_sampling(Runtime& rt);
 /// The profiler thread's id: its samples in the per-CPU rings count nowhere.
 void note_profiler_thread(int tid);
@@ -55,7 +59,9 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period);
 /// where the interposed calls cannot keep it deliverable: the raw
 /// rt_sigprocmask, or a long handler of its own whose sa_mask holds it).
 /// The profiler thread calls this often enough that no ring fills
-/// (quiet_drain_interval_ns).
+/// (quiet_drain_interval_ns). Every 20 ms it also looks for threads
+/// sampled with traps that block SIGTRAP for good, and gives them a ring
+/// (watch_trap_delivery in sampler.cpp).
 void drain_unsignalled_rings(Runtime& rt);
 
 /// Whether some ring is drained by no signal (drain_unsignalled_rings has
