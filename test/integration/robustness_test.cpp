@@ -637,7 +637,8 @@ TEST_F(RobustnessTest, TwentyThousandShortLivedThreads) {
 
 // Short-lived threads are sampled in proportion to their CPU time: 1,200
 // threads of 2-3 ms, one sample per ms of the work's thread CPU time (the
-// program measures it), none lost, few outside the program.
+// program measures it), none lost, few outside the program (in user mode;
+// the threads' exits in the kernel are, below).
 // - A thread's first period is random, so that its last partial period can
 //   be sampled too. When it was as short as the kernel's 10 us, a few
 //   threads per run were flooded with a sample every ~30 us for milliseconds
@@ -664,7 +665,20 @@ TEST_F(RobustnessTest, ShortThreadsAreSampledInProportionToTheirCpuTime) {
     expect_exit(result, 0);
     const long long taken = number_before(result.err, " samples,");
     EXPECT_GT(taken, 0) << result.err;
-    EXPECT_LE(number_before(result.err, " outside the scope"), taken / 100) << result.err;
+    // Outside the scope in the kernel: each thread's exit frees its stack
+    // there (glibc's start_thread: madvise, 25-35 us a thread with `perf
+    // trace`, ~1% of these threads' CPU time), which no line of the program
+    // is charged with. The ring samplers saw almost none of it: the per-CPU
+    // kernel-time events sample each thread at whole periods of its CPU time
+    // from its start, and these threads' fixed lengths plus the rings' set-up
+    // put the exits between those instants; with traps the exits fell on
+    // them (60-115 of ~4,600 samples under load). Outside in user mode: the
+    // runtime's own work leaking into the profile, which must stay rare.
+    const size_t in_kernel = result.err.find("of which in system calls:");
+    const long long kernel_outside =
+        in_kernel == std::string::npos ? 0 : number_before(result.err.substr(in_kernel), " outside the scope");
+    EXPECT_LE(number_before(result.err, " outside the scope") - kernel_outside, taken / 100) << result.err;
+    EXPECT_LE(kernel_outside, taken * 3 / 100) << result.err;
     EXPECT_EQ(number_before(result.err, " lost;"), 0) << result.err;
     const std::optional<analysis::Profile> profile = read_profile(profile_path());
     ASSERT_TRUE(profile);
