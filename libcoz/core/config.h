@@ -39,7 +39,7 @@ struct Config {
   bool cpu_rings = true;
   /// COZ_SAMPLE_TRAPS=0: every thread's sampler maps a ring and signals
   /// through its descriptor, as before samplers without rings (sampler.cpp,
-  /// start_trap_sampling), for comparing the two.
+  /// choose_trap_sampling), for comparing the two.
   bool sample_traps = true;
   int verbosity = 0;                        // COZ_VERBOSE: 0 warnings, 1 info, 2 debug
   std::string debug_root = "/usr/lib/debug"; // COZ_DEBUG_ROOT: where separate debug files live

@@ -327,7 +327,7 @@ void handle_live_sample(Runtime& rt, ThreadState& t, void* context) {
   record_sample(rt, t, regs, StackMemory::live(t.stack_low, t.stack_high));
 }
 
-/// A sample of a sampler without a ring (start_trap_sampling): taken where
+/// A sample of a sampler without a ring (trap_sampler_attr): taken where
 /// the signal interrupted the thread, unless it arrived late.
 void handle_trap(Runtime& rt, ThreadState& t, siginfo_t* info, void* context) {
   t.in_sample_handler.store(true, std::memory_order_relaxed);  // for watch_trap_delivery
@@ -668,8 +668,8 @@ int start_kernel_sampling(ThreadState& t, perf_event_attr attr, uint64_t period,
   return kernel_fd;
 }
 
-/// Where a sampler without a ring opens (start_trap_sampling): the event
-/// of `ring_sampler_attr`, which raises SIGTRAP for each sample itself.
+/// The event of a sampler without a ring (g_trap_sampling): the one of
+/// `ring_sampler_attr`, made to raise SIGTRAP for each sample itself.
 perf_event_attr trap_sampler_attr(perf_event_attr attr) {
   attr.sample_type = 0;  // nothing is written: it has no ring
   attr.sample_regs_user = 0;
@@ -1018,11 +1018,14 @@ bool switch_to_ring(Runtime& rt, ThreadState& t) {
 /// its samples are lost. The profiler thread watches for it, as
 /// watch_signal_delivery does for the rings: a thread that has run
 /// blocked_cpu_for_switch_ns of CPU time with no trap handled and SIGTRAP
-/// blocked in /proc is given a ring (switch_to_ring). Cheap for the threads
-/// that take traps: no system call unless none came since the last look.
+/// blocked in /proc is given a ring (switch_to_ring). Cheap: no system call
+/// for a thread that took a trap since the last look, or waits in a call the
+/// runtime interposes (a pool of 1,000 idle threads would otherwise cost
+/// 50,000 CPU-clock reads a second).
 void watch_trap_delivery(Runtime& rt, ThreadState& t) {
   constexpr uint64_t blocked_cpu_for_switch_ns = 5'000'000;
   if (t.in_sample_handler.load(std::memory_order_acquire)) return;
+  if (t.ledger.blocked.load(std::memory_order_relaxed)) return;
   const uint32_t taken = t.signals_taken.load(std::memory_order_acquire);
   if (taken != t.blocked_seen_taken) {
     t.blocked_seen_taken = taken;
