@@ -31,6 +31,13 @@ type SortKey = "impact" | "max" | "name" | "samples";
 type Tab = "lines" | "functions" | "stacks" | "blocked";
 
 const pageSize = 25; // effects per page of the ranking
+/**
+ * The first cards of the ranking get their plots at once, the rest when they
+ * come near the viewport: the first screen never waits for an observer's
+ * callback (a headless browser under load dumped the page before the first
+ * one ran, with no plot drawn).
+ */
+const plotsDrawnAtOnce = 4;
 const tableRows = 100; // rows per conventional table before "show all"
 const hotShare = 0.05; // a line with this share of samples is "hot"
 const mostlyInCallee = 0.5; // a callee with this share of a line's stack samples is shown (as in `coz report`)
@@ -422,7 +429,9 @@ function renderRanking() {
     effects.length === a.effects.length ? `${count(a.effects.length)} line/point pairs` : `${count(effects.length)} of ${count(a.effects.length)} line/point pairs`;
   const ranks = new Map(a.effects.map((e, i) => [e, i + 1]));
   const points = new Map(a.points.map((p) => [pointKey(p), p]));
-  effects.slice(0, state.shown).forEach((e) => list.append(card(e, ranks.get(e)!, points.get(pointKey(e)))));
+  effects
+    .slice(0, state.shown)
+    .forEach((e, i) => list.append(card(e, ranks.get(e)!, points.get(pointKey(e)), i < plotsDrawnAtOnce)));
   const more = $("more") as HTMLButtonElement;
   const rest = effects.length - state.shown;
   more.hidden = rest <= 0;
@@ -525,7 +534,8 @@ function intervals(e: LineEffect, p: PointSummary | undefined): HTMLElement[] {
   return [h("div", { class: "ci adjusted", title }, `FDR-adjusted: ${pct(e.adjusted_low)} … ${pct(e.adjusted_high)}`), plain];
 }
 
-function card(e: LineEffect, rank: number, p: PointSummary | undefined): HTMLElement {
+/** A line's card; `drawPlot`: its plot now, else when it comes near the viewport. */
+function card(e: LineEffect, rank: number, p: PointSummary | undefined, drawPlot: boolean): HTMLElement {
   const { short, dir } = shortLocation(e.line);
   const pace = state.analysis ? secondsPerExperiment(state.analysis) : null;
   const needed =
@@ -542,8 +552,12 @@ function card(e: LineEffect, rank: number, p: PointSummary | undefined): HTMLEle
         )
       : null;
   const plot = h("div", { class: "plot" });
-  effectsByCard.set(plot, e);
-  plotObserver!.observe(plot);
+  if (drawPlot) {
+    plot.append(renderPlot(e));
+  } else {
+    effectsByCard.set(plot, e);
+    plotObserver!.observe(plot);
+  }
   const el = h(
     "article",
     { class: `effect ${e.label}${thin(e) ? " thin" : ""}`, id: `effect-${rank}`, "data-line": e.line, "data-point": e.point },
