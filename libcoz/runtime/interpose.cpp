@@ -72,17 +72,12 @@ void* c11_trampoline(void* p) {
   return reinterpret_cast<void*>(static_cast<intptr_t>(start.fn(start.arg)));
 }
 
-/// Whether `sig` is one of the runtime's sample signals (sample_signal.h) now.
-bool is_sample_signal(int sig) {
-  return (sig == coz::sample_signal || sig == coz::trap_signal) && coz::sample_signal_installed(sig);
-}
-
 /// Keeps the sample signals deliverable whatever mask the program sets.
 const sigset_t* without_sample_signals(int how, const sigset_t* set, sigset_t& copy) {
   if (!set || how == SIG_UNBLOCK) return set;
   bool copied = false;
-  for (int sig : {coz::sample_signal, coz::trap_signal}) {
-    if (!sigismember(set, sig) || !is_sample_signal(sig)) continue;
+  for (int sig : coz::sample_signals) {
+    if (!sigismember(set, sig) || !coz::sample_signal_installed(sig)) continue;
     if (!copied) copy = *set;
     copied = true;
     sigdelset(&copy, sig);
@@ -92,8 +87,8 @@ const sigset_t* without_sample_signals(int how, const sigset_t* set, sigset_t& c
 
 /// The kernel's one-word signal mask without the sample signals.
 uint64_t without_sample_signals(uint64_t mask) {
-  for (int sig : {coz::sample_signal, coz::trap_signal}) {
-    if (is_sample_signal(sig)) mask &= ~(1ull << (sig - 1));
+  for (int sig : coz::sample_signals) {
+    if (coz::sample_signal_installed(sig)) mask &= ~(1ull << (sig - 1));
   }
   return mask;
 }
@@ -117,7 +112,7 @@ int wait_for_program_signal(const sigset_t* set, siginfo_t* info, const struct t
       left = {static_cast<time_t>(rest / 1'000'000'000u), static_cast<long>(rest % 1'000'000'000u)};
     }
     int sig = functions().sigtimedwait(set, info, timeout ? &left : nullptr);
-    if (!is_sample_signal(sig) || !coz::is_runtime_signal(sig, info)) return sig;
+    if (!coz::sample_signal_installed(sig) || !coz::is_runtime_signal(sig, info)) return sig;
   }
 }
 
@@ -542,7 +537,7 @@ int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
 int sigaction(int sig, const struct sigaction* action, struct sigaction* old) {
   int result;
   if (coz::exit_signal_sigaction(sig, action, old, result)) return result;
-  if (is_sample_signal(sig)) return coz::program_sample_sigaction(sig, action, old);
+  if (coz::sample_signal_installed(sig)) return coz::program_sample_sigaction(sig, action, old);
   return functions().sigaction(sig, action, old);
 }
 
@@ -553,7 +548,7 @@ sighandler_t signal(int sig, sighandler_t handler) {
   action.sa_flags = SA_RESTART;  // signal()'s BSD semantics, as glibc gives them
   int result;
   if (coz::exit_signal_sigaction(sig, &action, &previous, result)) return result == 0 ? previous.sa_handler : SIG_ERR;
-  if (!is_sample_signal(sig)) return functions().signal(sig, handler);
+  if (!coz::sample_signal_installed(sig)) return functions().signal(sig, handler);
   coz::program_sample_sigaction(sig, &action, &previous);
   return previous.sa_handler;
 }

@@ -41,7 +41,12 @@ struct ProgramAction {
 ProgramAction g_sample_action;
 ProgramAction g_trap_action;
 
-bool is_sample_signal(int sig) { return sig == sample_signal || sig == trap_signal; }
+bool is_sample_signal(int sig) {
+  for (int ours : sample_signals) {
+    if (sig == ours) return true;
+  }
+  return false;
+}
 
 /// The program's disposition for `sig`, one of the sample signals.
 ProgramAction& program_action_of(int sig) { return sig == trap_signal ? g_trap_action : g_sample_action; }

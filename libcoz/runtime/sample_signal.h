@@ -33,6 +33,9 @@ constexpr int sample_signal = SIGSTKFLT;
 /// SIGTRAP, no other, for a perf_event opened with sigtrap=1.
 constexpr int trap_signal = SIGTRAP;
 
+/// Both, for the wrappers that keep them out of the program's masks.
+constexpr int sample_signals[] = {sample_signal, trap_signal};
+
 /// The value the runtime's CPU-time timers send with the sample signal.
 void* timer_signal_tag();
 

@@ -981,9 +981,6 @@ void forget_inherited_process_sampling() {
 }
 
 namespace {
-/// Whether thread `tid` blocks SIGTRAP now (its SigBlk in /proc).
-bool trap_signal_blocked(int tid) { return signal_blocked_in_proc(tid, trap_signal); }
-
 /// Gives thread `t`, whose traps wait blocked, the sampler of a thread that
 /// blocks the sample signal (watch_signal_delivery): a ring the profiler
 /// thread drains, whose signal (SIGSTKFLT, O_ASYNC off for now) comes back
@@ -1038,7 +1035,7 @@ void watch_trap_delivery(Runtime& rt, ThreadState& t) {
     return;
   }
   t.blocked_seen_cpu_ns = cpu;  // time in the kernel takes no trap either: look again later
-  if (!trap_signal_blocked(t.tid) || !switch_to_ring(rt, t)) return;
+  if (!signal_blocked_in_proc(t.tid, trap_signal) || !switch_to_ring(rt, t)) return;
   t.blocked_seen_cpu_ns = 0;
   log::warn_once(g_signal_blocked_warned,
                  "thread {} blocks the sample signal (SIGTRAP) where the runtime cannot unblock it (a raw "

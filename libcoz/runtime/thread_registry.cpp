@@ -42,7 +42,7 @@ void on_thread_exit(void*) { unregister_current_thread(); }
 void make_exit_key() { pthread_key_create(&g_exit_key, &on_thread_exit); }
 
 /// The runtime's sample signals (sample_signal.h).
-sigset_t sample_signals() {
+sigset_t sample_signal_set() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, sample_signal);
@@ -52,7 +52,7 @@ sigset_t sample_signals() {
 
 /// A program may block every signal in its threads; sampling needs ours.
 void unblock_sample_signals() {
-  sigset_t set = sample_signals();
+  sigset_t set = sample_signal_set();
   real::functions().pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
@@ -259,7 +259,7 @@ void seal_current_thread() {
     stop_sampling(*t);
     // A sample signal already on its way would run the handler, whose
     // system calls strict mode punishes with SIGKILL: it stays pending.
-    sigset_t sample = sample_signals();
+    sigset_t sample = sample_signal_set();
     sys::raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&sample), 0, 8);
   }
   RuntimeSection::enter_for_good();  // its calls pass straight through the wrappers from now on
