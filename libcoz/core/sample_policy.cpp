@@ -15,10 +15,17 @@ unsigned ring_data_pages(bool unsignalled, const Memory& memory) {
   return ring_pages_for(unsignalled ? 31 : 15, memory.page_size);
 }
 
-uint64_t periods_per_unsignalled_drain(const Memory& memory) {
-  uint64_t ring_bytes = memory.page_size * ring_data_pages(true, memory);
+namespace {
+/// Sample periods a ring of `data_pages` holds per drain.
+uint64_t periods_per_drain(unsigned data_pages, const Memory& memory) {
+  uint64_t ring_bytes = memory.page_size * data_pages;
   uint64_t samples_that_fit = std::max<uint64_t>(2, ring_bytes / longest_record);
   return std::max<uint64_t>(1, samples_that_fit / unsignalled_drains_per_ring);
+}
+}  // namespace
+
+uint64_t periods_per_unsignalled_drain(const Memory& memory) {
+  return periods_per_drain(ring_data_pages(true, memory), memory);
 }
 
 uint64_t unsignalled_period_ns(uint64_t period_ns, const Memory& memory) {
@@ -31,6 +38,15 @@ uint64_t quiet_drain_interval_ns(uint64_t period_ns, const Memory& memory) {
   // Such rings fill at unsignalled_period_ns: a quiet run's samplers never
   // change their period, and the kernel-time sampler keeps its own.
   return unsignalled_period_ns(period_ns, memory) * periods_per_unsignalled_drain(memory);
+}
+
+unsigned cpu_ring_data_pages(const Memory& memory, unsigned cpus) {
+  if (memory.memlock_limited) return 2 * ring_data_pages(true, memory);
+  return ring_pages_for(cpus > 64 ? 62 : 125, memory.page_size);
+}
+
+uint64_t cpu_ring_drain_interval_ns(uint64_t kernel_period_ns, const Memory& memory, unsigned cpus) {
+  return kernel_period_ns * periods_per_drain(cpu_ring_data_pages(memory, cpus), memory);
 }
 
 }  // namespace coz::sample_policy

@@ -71,6 +71,21 @@ uint64_t unsignalled_period_ns(uint64_t period_ns, const Memory& memory);
 /// How often the profiler thread drains those rings.
 uint64_t quiet_drain_interval_ns(uint64_t period_ns, const Memory& memory);
 
+/// Data pages of each CPU's kernel-time ring (cpu_rings.h). There is one
+/// per CPU, not one per thread, so it can hold more: 125 records (512 KiB),
+/// or 62 beyond 64 CPUs (32 MiB in all on 64 or 128 CPUs). The profiler thread woke
+/// every 3 ms for rings of 63 records (as often as for a thread's ring,
+/// which holds half): ~330 times a second, each wake at real-time priority
+/// taking a core from the program (mutex_crowd's lock holder, whose 63
+/// waiters then slept: +70% context switches). Under a locked-memory
+/// limit, twice a thread's ring, as before.
+unsigned cpu_ring_data_pages(const Memory& memory, unsigned cpus);
+
+/// How often the profiler thread drains the per-CPU rings, whose samplers
+/// take a sample per `kernel_period_ns` of a CPU's time in the kernel at
+/// most: unsignalled_drains_per_ring drains per fill, as for a thread's.
+uint64_t cpu_ring_drain_interval_ns(uint64_t kernel_period_ns, const Memory& memory, unsigned cpus);
+
 /// How many times faster than the configured period user-time samplers
 /// sample at `current_ns` (an experiment that inserts delays shortens it).
 /// Inline: every sample asks, on the sampling path.

@@ -67,7 +67,6 @@ bool Profiler::wait_unless_stopping(uint64_t ns, uint64_t step_ns, bool poll_poi
 Profiler::Profiler(Runtime& rt)
     : rt_(rt),
       scheduler_(rt.config, sys::monotonic_ns() ^ static_cast<uint64_t>(sys::getpid())),
-      quiet_drain_ns_(quiet_drain_interval_ns(rt.config)),
       two_phase_(TwoPhase::Limits{.function_experiments = rt.config.two_phase_experiments}) {
   start_line_choice();  // in a forked child: the parent's samples are not this process's
 }
@@ -227,7 +226,7 @@ void Profiler::Steps::after_experiment() {
 }
 
 uint64_t Profiler::quiet_step(uint64_t step_ns) const {
-  return unsignalled_rings(rt_) ? std::min(step_ns, quiet_drain_ns_) : step_ns;
+  return std::min(step_ns, unsignalled_drain_interval_ns(rt_));
 }
 
 SourceLine* Profiler::wait_for_fixed_line() {

@@ -89,7 +89,7 @@ class Profiler {
   /// counts if `poll_points`), or until `done()` holds; false if shutdown began.
   template <typename Done>
   bool wait_unless_stopping(uint64_t ns, uint64_t step_ns, bool poll_points, Done done);
-  /// A sleep step, shortened in a quiet run so that no thread's ring fills.
+  /// A sleep step, shortened so that no ring that no signal drains fills (unsignalled_drain_interval_ns).
   uint64_t quiet_step(uint64_t step_ns) const;
   /// Sleeps up to `ns` in poll-interval steps; false if shutdown began.
   bool sleep_unless_stopping(uint64_t ns, bool poll_points);
@@ -105,7 +105,6 @@ class Profiler {
   void (*signal_report_)() = nullptr;            // after_signal_shutdown
   Running running_;
   std::atomic<bool> stopping_{false};
-  uint64_t quiet_drain_ns_;  // longest sleep in a quiet run (drain_unsignalled_rings)
   // The monotonic clock, and the thread registry with /proc/self/stat
   // (profiler_loop.h; tests use their own).
   struct SystemClock final : LoopClock {

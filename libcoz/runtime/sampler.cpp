@@ -396,6 +396,8 @@ std::atomic<KernelSampling> g_kernel_sampling{KernelSampling::Unknown};
 // or hurried. The kernel-time samplers had no random phase already, and are
 // never signalled.
 std::atomic<bool> g_cpu_rings_kernel{false};
+// How often the profiler thread must drain them (open_cpu_rings).
+std::atomic<uint64_t> g_cpu_rings_drain_ns{UINT64_MAX};
 NoDestroy<CpuRings> g_cpu_rings_holder;
 CpuRings& g_cpu_rings = g_cpu_rings_holder.value;
 // The profiler thread, whose own samples the rings take too and count nowhere.
@@ -428,6 +430,9 @@ bool cpu_rings_take_kernel_time() { return g_cpu_rings_kernel.load(std::memory_o
 // stack instead of a copy of it, as in timer mode. Samples of the time in
 // the kernel still need a ring, and take the per-CPU ones.
 std::atomic<bool> g_trap_sampling{false};
+// Threads of a trap-sampling process whose trap event did not open: they
+// sample with a ring, which in a quiet run no signal drains.
+std::atomic<int> g_quiet_ring_fallbacks{0};
 
 // Ring buffers of exited threads, waiting for the profiler thread to unmap them.
 FutexLock g_retired_lock;
@@ -756,6 +761,7 @@ bool start_sampling(ThreadState& t, const Config& config) {
     perf_event_attr trap = trap_sampler_attr(attr);
     fd = perf_event_open(&trap);
     t.trap_mode.store(fd >= 0, std::memory_order_release);  // else a ring, as if there were no traps
+    if (fd < 0 && quiet) g_quiet_ring_fallbacks.fetch_add(1, std::memory_order_relaxed);
   }
   if (fd < 0) fd = perf_event_open(&attr);
   if (fd < 0) {
@@ -939,9 +945,9 @@ bool open_cpu_rings(Runtime& rt) {
   if (!g_cpu_rings_reader) g_cpu_rings_reader = new CpuRingsReader;
   CpuRings::Settings settings;
   settings.stack_bytes = Config::stack_sample_bytes;
-  // Twice a thread's unsignalled ring: each CPU's ring, like a thread's,
-  // takes at most a sample per period, and is drained as often.
-  settings.data_pages = 2 * ring_data_pages(true);
+  // Each CPU's ring, like a thread's, takes at most a sample per period.
+  const auto cpus = static_cast<unsigned>(std::max(1L, sysconf(_SC_NPROCESSORS_CONF)));
+  settings.data_pages = sample_policy::cpu_ring_data_pages(ring_memory(), cpus);
   settings.user = false;
   settings.kernel = true;
   settings.period_ns = unsignalled_period_ns(config);  // start_kernel_sampling's, for the same reasons
@@ -960,6 +966,8 @@ bool open_cpu_rings(Runtime& rt) {
   g_kernel_sampling.store(KernelSampling::On, std::memory_order_relaxed);
   g_unsignalled_weight.store(settings.period_ns / config.sample_period_ns, std::memory_order_relaxed);
   g_cpu_rings_kernel.store(true, std::memory_order_relaxed);
+  g_cpu_rings_drain_ns.store(sample_policy::cpu_ring_drain_interval_ns(settings.period_ns, ring_memory(), cpus),
+                             std::memory_order_relaxed);
   return true;
 }
 }  // namespace
@@ -1076,8 +1084,20 @@ void drain_unsignalled_rings(Runtime& rt) {
   });
 }
 
-bool unsignalled_rings(const Runtime& rt) {
-  return rt.quiet_sampling || kernel_sampling() || g_signal_blocked_threads.load(std::memory_order_relaxed) > 0;
+uint64_t unsignalled_drain_interval_ns(const Runtime& rt) {
+  // A thread's ring that no signal drains: every ring of a quiet run (with
+  // traps, only a thread whose trap event could not open has one), a ring
+  // that takes kernel time too, a ring given to a thread that blocks the
+  // sample signal.
+  const bool quiet_rings = rt.quiet_sampling && (!g_trap_sampling.load(std::memory_order_relaxed) ||
+                                                 g_quiet_ring_fallbacks.load(std::memory_order_relaxed) > 0);
+  const bool kernel_time_in_thread_rings = kernel_sampling() && !cpu_rings_take_kernel_time();
+  uint64_t interval = UINT64_MAX;
+  if (quiet_rings || kernel_time_in_thread_rings || g_signal_blocked_threads.load(std::memory_order_relaxed) > 0) {
+    interval = sample_policy::quiet_drain_interval_ns(rt.config.sample_period_ns, ring_memory());
+  }
+  if (cpu_rings_take_kernel_time()) interval = std::min(interval, g_cpu_rings_drain_ns.load(std::memory_order_relaxed));
+  return interval;
 }
 
 bool kernel_sampling() { return g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::On; }
@@ -1086,10 +1106,6 @@ bool timer_sampling() { return g_use_timers.load(std::memory_order_relaxed); }
 
 uint64_t unsignalled_period_ns(const Config& config) {
   return sample_policy::unsignalled_period_ns(config.sample_period_ns, ring_memory());
-}
-
-uint64_t quiet_drain_interval_ns(const Config& config) {
-  return sample_policy::quiet_drain_interval_ns(config.sample_period_ns, ring_memory());
 }
 
 void unmap_retired_rings(uint64_t budget_ns) {

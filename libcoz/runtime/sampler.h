@@ -59,14 +59,16 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period);
 /// where the interposed calls cannot keep it deliverable: the raw
 /// rt_sigprocmask, or a long handler of its own whose sa_mask holds it).
 /// The profiler thread calls this often enough that no ring fills
-/// (quiet_drain_interval_ns). Every 20 ms it also looks for threads
+/// (unsignalled_drain_interval_ns). Every 20 ms it also looks for threads
 /// sampled with traps that block SIGTRAP for good, and gives them a ring
 /// (watch_trap_delivery in sampler.cpp).
 void drain_unsignalled_rings(Runtime& rt);
 
-/// Whether some ring is drained by no signal (drain_unsignalled_rings has
-/// work): the profiler thread must wake every quiet_drain_interval_ns.
-bool unsignalled_rings(const Runtime& rt);
+/// How long the profiler thread may sleep before drain_unsignalled_rings
+/// must run: a thread's ring no signal drains fills in
+/// sample_policy::quiet_drain_interval_ns, a CPU's kernel-time ring in
+/// cpu_ring_drain_interval_ns. UINT64_MAX when there is no such ring.
+uint64_t unsignalled_drain_interval_ns(const Runtime& rt);
 
 /// Whether threads sample their time in the kernel too (allowed by the
 /// system; known once the first thread has started sampling).
@@ -74,11 +76,6 @@ bool kernel_sampling();
 
 /// Whether perf_event was refused and threads sample with CPU-time timers.
 bool timer_sampling();
-
-/// How often rings without signals must be drained: an eighth of the time
-/// one fills at unsignalled_period_ns, with the longest records; never
-/// less than 1 ms.
-uint64_t quiet_drain_interval_ns(const Config& config);
 
 /// The period of samplers no signal drains (the kernel-time samplers, and
 /// every sampler of a quiet run): the configured one, or at the shortest

@@ -56,6 +56,25 @@ TEST(SamplePolicy, TheProfilerThreadDrainsAtMostEveryMillisecond) {
   EXPECT_EQ(unsignalled_period_ns(1 * ms, root), 1 * ms) << "the default period is kept";
 }
 
+TEST(SamplePolicy, EachCpusKernelTimeRingIsDrainedLessOftenThanAThreadsRing) {
+  for (unsigned cpus : {1u, 2u, 64u, 65u, 256u}) {
+    const unsigned pages = cpu_ring_data_pages(root, cpus);
+    EXPECT_EQ(pages & (pages - 1), 0u) << cpus;
+    EXPECT_GE(pages, 2 * ring_data_pages(true, root)) << cpus;
+    EXPECT_LE(uint64_t{pages} * 4096 * std::min(cpus, 128u), 32u << 20) << cpus << " CPUs: 32 MiB in all at most";
+    const uint64_t fit = 4096 * pages / longest_record;
+    const uint64_t interval = cpu_ring_drain_interval_ns(1 * ms, root, cpus);
+    EXPECT_GE(interval, quiet_drain_interval_ns(1 * ms, root)) << cpus;
+    // One sample per period of kernel time at most: the ring takes
+    // unsignalled_drains_per_ring drains to fill, as a thread's does.
+    EXPECT_GE(fit * ms / interval, unsignalled_drains_per_ring) << cpus;
+  }
+  EXPECT_EQ(cpu_ring_data_pages(root, 2), 128u);  // 512 KiB
+  EXPECT_GE(cpu_ring_drain_interval_ns(1 * ms, root, 2), 15 * ms) << "not every 3 ms, as for a thread's ring";
+  EXPECT_EQ(cpu_ring_data_pages(limited, 2), 2 * ring_data_pages(true, limited)) << "as before under a limit";
+  EXPECT_GE(cpu_ring_drain_interval_ns(1 * ms, limited, 2), quiet_drain_interval_ns(1 * ms, limited));
+}
+
 TEST(SamplePolicy, AShortenedPeriodSamplesThatManyTimesFaster) {
   EXPECT_EQ(short_period_rate(1 * ms, 1 * ms), 1u);
   EXPECT_EQ(short_period_rate(1 * ms, 500 * us), 2u);
