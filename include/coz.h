@@ -38,8 +38,47 @@ extern "C" {
 
 typedef struct {
   size_t count;   /* incremented by the program, read by the profiler */
-  size_t backoff; /* reserved (Coz ABI); unused */
+  size_t backoff; /* Coz ABI: unused by Coz; COZ_COUNTER_STRIPED from our runtime */
 } coz_counter_t;
+
+/* Our runtime's counters are striped: the coz_counter_t (which code built
+ * against Coz's header increments), then a cache line per stripe, which this
+ * header's macros increment instead, the stripe chosen by the thread. One
+ * line shared by every thread moved between cores at each visit: a point
+ * visited 600,000 times a second by 64 threads on 2 cores took ~2% of the
+ * run's CPU time in that one increment. The profiler adds the stripes up.
+ * Coz's runtime leaves `backoff` 0: its single count is incremented. */
+#define COZ_COUNTER_STRIPED ((size_t)0x7374726970656431ull)
+#define COZ_COUNTER_STRIPES 16
+
+typedef struct {
+  size_t count;
+  char pad[64 - sizeof(size_t)];
+} coz_counter_stripe_t;
+
+typedef struct {
+  coz_counter_t head;
+  char pad[64 - sizeof(coz_counter_t)];
+  coz_counter_stripe_t stripes[COZ_COUNTER_STRIPES];
+} coz_striped_counter_t;
+
+/* One visit. A thread's stripe comes from its thread pointer (x86-64: %fs:0
+ * holds it, a load without a call); elsewhere, the single count. */
+static inline void _coz_count_visit(coz_counter_t* c) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (c->backoff == COZ_COUNTER_STRIPED) {
+    uint64_t self;
+    __asm__("mov %%fs:0, %0" : "=r"(self));
+    size_t stripe = (size_t)(((self >> 12) * 0x9e3779b97f4a7c15ull) >> 60); /* 0 to 15 */
+    /* The address as a number: a compiler that sees `c` point to a lone
+     * coz_counter_t must not call the stripes out of its bounds. */
+    uintptr_t at = (uintptr_t)c + offsetof(coz_striped_counter_t, stripes) + stripe * sizeof(coz_counter_stripe_t);
+    __atomic_add_fetch((size_t*)at, 1, __ATOMIC_RELAXED);
+    return;
+  }
+#endif
+  __atomic_add_fetch(&c->count, 1, __ATOMIC_RELAXED);
+}
 
 typedef coz_counter_t* (*coz_get_counter_t)(int, const char*);
 
@@ -74,7 +113,7 @@ static inline coz_counter_t* _coz_resolve_counter(int type, const char* name) {
         _coz_c = _coz_resolve_counter(type, name);                                      \
         __atomic_store_n(&_coz_counter, _coz_c, __ATOMIC_RELAXED);                      \
       }                                                                                 \
-      if (_coz_c) __atomic_add_fetch(&_coz_c->count, 1, __ATOMIC_RELAXED);              \
+      if (_coz_c) _coz_count_visit(_coz_c);                                             \
     }                                                                                   \
   }
 

@@ -21,11 +21,11 @@ coz_counter_t* ProgressPoints::get_counter(int type, const char* name) {
   FutexGuard guard(lock_);
   switch (type) {
     case COZ_COUNTER_TYPE_THROUGHPUT:
-      return &find_or_add(name, ProgressPoint::Kind::Throughput).begin;
+      return find_or_add(name, ProgressPoint::Kind::Throughput).begin.abi();
     case COZ_COUNTER_TYPE_BEGIN:
-      return &find_or_add(name, ProgressPoint::Kind::Latency).begin;
+      return find_or_add(name, ProgressPoint::Kind::Latency).begin.abi();
     case COZ_COUNTER_TYPE_END:
-      return &find_or_add(name, ProgressPoint::Kind::Latency).end;
+      return find_or_add(name, ProgressPoint::Kind::Latency).end.abi();
     default:
       return nullptr;
   }

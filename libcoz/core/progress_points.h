@@ -14,13 +14,34 @@
 
 namespace coz {
 
+/// A point's counter (coz_striped_counter_t, include/coz.h): the Coz ABI's
+/// count, which code built against Coz's header increments and the
+/// hardware breakpoints set, and the stripes our header's macros increment.
+struct alignas(64) ProgressCounter {
+  coz_striped_counter_t striped{};
+
+  ProgressCounter() { striped.head.backoff = COZ_COUNTER_STRIPED; }
+  ProgressCounter(const ProgressCounter&) = delete;
+  ProgressCounter& operator=(const ProgressCounter&) = delete;
+
+  /// What _coz_get_counter hands out.
+  coz_counter_t* abi() { return &striped.head; }
+  /// Every visit so far. Each part only grows, so a sum read while visits
+  /// go on lies between the totals before and after the read.
+  uint64_t total() const {
+    uint64_t sum = __atomic_load_n(&striped.head.count, __ATOMIC_RELAXED);
+    for (const coz_counter_stripe_t& s : striped.stripes) sum += __atomic_load_n(&s.count, __ATOMIC_RELAXED);
+    return sum;
+  }
+};
+
 struct ProgressPoint {
   enum class Kind { Throughput, Latency };
 
   std::string name;
   Kind kind = Kind::Throughput;
-  coz_counter_t begin{};  // throughput: visits; latency: COZ_BEGIN visits
-  coz_counter_t end{};    // latency: COZ_END visits
+  ProgressCounter begin;  // throughput: visits; latency: COZ_BEGIN visits
+  ProgressCounter end;    // latency: COZ_END visits
 
   // Latency: (begins - ends) x delay ns, summed at every delay credit (in
   // the sampled thread's signal handler). See Profiler::poll_in_flight.
@@ -38,8 +59,8 @@ struct ProgressPoint {
   uint64_t total_visits = 0;
   uint64_t total_ns = 0;
 
-  uint64_t begins() const { return __atomic_load_n(&begin.count, __ATOMIC_RELAXED); }
-  uint64_t ends() const { return __atomic_load_n(&end.count, __ATOMIC_RELAXED); }
+  uint64_t begins() const { return begin.total(); }
+  uint64_t ends() const { return end.total(); }
 };
 
 class ProgressPoints {

@@ -10,7 +10,10 @@ namespace {
 
 constexpr uint64_t ms = 1'000'000;
 
-void visit(coz_counter_t& c, uint64_t n) { c.count += n; }
+/// n visits, as the header's macros count them.
+void visit(ProgressCounter& c, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) _coz_count_visit(c.abi());
+}
 
 /// A latency point's window with one request in flight, polled once after `wall_ns`.
 void one_in_flight(ProgressPoint& p, double wall_ns) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace coz {
 namespace {
@@ -39,6 +41,40 @@ TEST(ProgressPoints, DelayCreditNotesRequestsInFlight) {
   });
   EXPECT_EQ(latency_points, 1) << "throughput points have nothing in flight";
   EXPECT_EQ(noted, 3000u);
+}
+
+// Our header's visits go to stripes, one cache line each, by thread;
+// code built against Coz's header increments the single count, and the
+// hardware breakpoints set it. A point counts all three.
+TEST(ProgressPoints, AllVisitsCountWhereverTheyWereCounted) {
+  ProgressPoints points;
+  coz_counter_t* counter = points.get_counter(COZ_COUNTER_TYPE_THROUGHPUT, "done");
+  ASSERT_EQ(counter->backoff, COZ_COUNTER_STRIPED) << "the header must know it may stripe";
+  constexpr int threads = 8, visits = 100'000;
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i) {
+    workers.emplace_back([&] {
+      for (int v = 0; v < visits; ++v) _coz_count_visit(counter);
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  __atomic_add_fetch(&counter->count, 7, __ATOMIC_RELAXED);  // Coz's header, or a breakpoint
+  uint64_t total = 0;
+  points.for_each([&](ProgressPoint& p) { total = p.begins(); });
+  EXPECT_EQ(total, uint64_t{threads} * visits + 7);
+  EXPECT_LT(counter->count, 8u) << "the header's visits went to the stripes";
+  const auto* striped = reinterpret_cast<const coz_striped_counter_t*>(counter);
+  int used = 0;
+  for (const coz_counter_stripe_t& stripe : striped->stripes) used += stripe.count > 0 ? 1 : 0;
+  EXPECT_GE(used, 2) << "8 threads on one stripe: the hash of their thread pointers spreads nothing";
+}
+
+// A counter that is not striped (Coz's runtime leaves backoff 0) counts
+// visits in its single count, as Coz's header does.
+TEST(ProgressPoints, AnUnstripedCounterCountsInItsSingleCount) {
+  coz_counter_t plain{};
+  for (int v = 0; v < 10; ++v) _coz_count_visit(&plain);
+  EXPECT_EQ(plain.count, 10u);
 }
 
 // Every latency point gets its in-flight count noted at each delay credit,
