@@ -40,6 +40,10 @@ uint64_t quiet_drain_interval_ns(uint64_t period_ns, const Memory& memory) {
   return unsignalled_period_ns(period_ns, memory) * periods_per_unsignalled_drain(memory);
 }
 
+uint64_t kernel_period_ns(uint64_t period_ns, const Memory& memory) {
+  return unsignalled_period_ns(period_ns, memory) * kernel_period_multiple;
+}
+
 unsigned cpu_ring_data_pages(const Memory& memory, unsigned cpus) {
   if (memory.memlock_limited) return 2 * ring_data_pages(true, memory);
   return ring_pages_for(cpus > 64 ? 62 : 125, memory.page_size);

@@ -33,9 +33,9 @@
 
 namespace coz {
 namespace {
-/// How many configured periods a sample of a sampler no signal drains
-/// stands for (unsignalled_period_ns); set before the first one starts.
-std::atomic<uint64_t> g_unsignalled_weight{1};
+/// How many configured periods a kernel-time sample stands for
+/// (sample_policy::kernel_period_ns); set before the first sampler starts.
+std::atomic<uint64_t> g_kernel_weight{1};
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -148,11 +148,11 @@ bool in_breakpoint_trap(const Runtime& rt, const UnwindRegisters& regs) {
 void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const StackMemory& stack,
                    bool in_kernel = false, UnwindFrame* walk = nullptr) {
   // A kernel-time sample stands for `weight` configured periods
-  // (unsignalled_period_ns): each counts that many times, and credits the
+  // (kernel_period_ns): each counts that many times, and credits the
   // delays of `weight` x `rate` user samples.
   if (in_breakpoint_trap(rt, regs)) return;
   const uint64_t weight =
-      in_kernel ? g_unsignalled_weight.load(std::memory_order_relaxed) : counted_in_profile(rt, t) ? 1 : 0;
+      in_kernel ? g_kernel_weight.load(std::memory_order_relaxed) : counted_in_profile(rt, t) ? 1 : 0;
   StackFrame frames[StackTable::max_frames];
   std::optional<size_t> walked = stack_frames(rt, regs, stack, walk ? walk : t.unwind_frames, frames, weight);
   if (!walked) return;
@@ -714,7 +714,7 @@ perf_event_attr ring_sampler_attr(uint64_t first, bool quiet) {
 /// kernel-time sampler where one is needed) and routes its signals to the
 /// thread. False, with the thread's sampler stopped, when it cannot.
 bool start_ring_sampling(ThreadState& t, const Config& config, const perf_event_attr& attr, bool quiet) {
-  const uint64_t kernel_period = unsignalled_period_ns(config);
+  const uint64_t kernel_period = kernel_period_ns(config);
   const int kernel_fd =
       cpu_rings_take_kernel_time() ? -1 : start_kernel_sampling(t, attr, kernel_period, t.perf_fd);
   if (kernel_fd < 0 && !map_ring(t.ring, t.perf_fd, ring_data_pages(quiet))) {
@@ -783,7 +783,7 @@ bool start_sampling(ThreadState& t, const Config& config) {
   // which one must be random too, or every thread would lose its last
   // rate - 1 samples on average (-10% for threads of 2-3 ms).
   t.short_period_samples = static_cast<uint32_t>(sys::monotonic_ns() >> 10);
-  g_unsignalled_weight.store(unsignalled_period_ns(config) / config.sample_period_ns, std::memory_order_relaxed);
+  g_kernel_weight.store(kernel_period_ns(config) / config.sample_period_ns, std::memory_order_relaxed);
   if (!t.trap_mode.load(std::memory_order_relaxed)) return start_ring_sampling(t, config, attr, quiet);
   ioctl(t.perf_fd, PERF_EVENT_IOC_ENABLE, 0);
   return true;
@@ -950,7 +950,7 @@ bool open_cpu_rings(Runtime& rt) {
   settings.data_pages = sample_policy::cpu_ring_data_pages(ring_memory(), cpus);
   settings.user = false;
   settings.kernel = true;
-  settings.period_ns = unsignalled_period_ns(config);  // start_kernel_sampling's, for the same reasons
+  settings.period_ns = kernel_period_ns(config);  // start_kernel_sampling's, for the same reasons
   // The descriptors live only until the rings are mapped, in a process
   // where no other thread runs (at start-up, or in a forked child): no need
   // to take them out of the program's numbers.
@@ -964,7 +964,7 @@ bool open_cpu_rings(Runtime& rt) {
   }
   g_cpu_rings.close_descriptors();
   g_kernel_sampling.store(KernelSampling::On, std::memory_order_relaxed);
-  g_unsignalled_weight.store(settings.period_ns / config.sample_period_ns, std::memory_order_relaxed);
+  g_kernel_weight.store(settings.period_ns / config.sample_period_ns, std::memory_order_relaxed);
   g_cpu_rings_kernel.store(true, std::memory_order_relaxed);
   g_cpu_rings_drain_ns.store(sample_policy::cpu_ring_drain_interval_ns(settings.period_ns, ring_memory(), cpus),
                              std::memory_order_relaxed);
@@ -1106,6 +1106,10 @@ bool timer_sampling() { return g_use_timers.load(std::memory_order_relaxed); }
 
 uint64_t unsignalled_period_ns(const Config& config) {
   return sample_policy::unsignalled_period_ns(config.sample_period_ns, ring_memory());
+}
+
+uint64_t kernel_period_ns(const Config& config) {
+  return sample_policy::kernel_period_ns(config.sample_period_ns, ring_memory());
 }
 
 void unmap_retired_rings(uint64_t budget_ns) {

@@ -77,11 +77,14 @@ bool kernel_sampling();
 /// Whether perf_event was refused and threads sample with CPU-time timers.
 bool timer_sampling();
 
-/// The period of samplers no signal drains (the kernel-time samplers, and
-/// every sampler of a quiet run): the configured one, or at the shortest
-/// periods the multiple of it whose rings need draining only every 1 ms.
-/// Each of their samples counts for that many periods.
+/// The period of the samplers no signal drains (every sampler of a quiet
+/// run; the kernel-time samplers take a multiple of it): the configured
+/// one, or at the shortest periods the multiple of it whose rings need
+/// draining only every 1 ms.
 uint64_t unsignalled_period_ns(const Config& config);
+
+/// The period of the kernel-time samplers (sample_policy::kernel_period_ns).
+uint64_t kernel_period_ns(const Config& config);
 
 /// Unmaps the ring buffers of threads that have exited, until `budget_ns`
 /// has passed (one at least; the rest wait for the next call). The profiler

@@ -75,6 +75,17 @@ TEST(SamplePolicy, EachCpusKernelTimeRingIsDrainedLessOftenThanAThreadsRing) {
   EXPECT_GE(cpu_ring_drain_interval_ns(1 * ms, limited, 2), quiet_drain_interval_ns(1 * ms, limited));
 }
 
+TEST(SamplePolicy, KernelTimeIsSampledAtAMultipleOfTheUnsignalledPeriod) {
+  for (const Memory& memory : {root, limited}) {
+    for (uint64_t period : {10 * us, 100 * us, 1 * ms, 10 * ms}) {
+      const uint64_t kernel = kernel_period_ns(period, memory);
+      EXPECT_EQ(kernel, kernel_period_multiple * unsignalled_period_ns(period, memory)) << period;
+      EXPECT_EQ(kernel % period, 0u) << period << ": each sample stands for whole periods";
+    }
+  }
+  EXPECT_EQ(kernel_period_ns(1 * ms, root), 4 * ms);
+}
+
 TEST(SamplePolicy, AShortenedPeriodSamplesThatManyTimesFaster) {
   EXPECT_EQ(short_period_rate(1 * ms, 1 * ms), 1u);
   EXPECT_EQ(short_period_rate(1 * ms, 500 * us), 2u);
