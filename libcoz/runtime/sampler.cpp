@@ -520,20 +520,29 @@ bool map_ring(PerfRing& ring, int fd, unsigned pages) {
   return false;
 }
 
-/// Whether thread `tid` blocks `sig` now (its SigBlk in /proc).
-bool signal_blocked_in_proc(int tid, int sig) {
+/// Signal `sig` in thread `tid`'s masks in /proc: blocked (SigBlk), and
+/// pending for the thread (SigPnd).
+struct SignalInProc {
+  bool blocked = false;
+  bool pending = false;
+};
+SignalInProc signal_in_proc(int tid, int sig) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
   char text[4096];
-  if (sys::read_small_file(path, text, sizeof text) <= 0) return false;
-  const char* field = std::strstr(text, "\nSigBlk:");
-  if (!field) return false;
-  uint64_t mask = std::strtoull(field + std::strlen("\nSigBlk:"), nullptr, 16);
-  return mask & (1ull << (sig - 1));
+  SignalInProc found;
+  if (sys::read_small_file(path, text, sizeof text) <= 0) return found;
+  auto has = [&](const char* name) {
+    const char* field = std::strstr(text, name);
+    return field && (std::strtoull(field + std::strlen(name), nullptr, 16) & (1ull << (sig - 1))) != 0;
+  };
+  found.blocked = has("\nSigBlk:");
+  found.pending = has("\nSigPnd:");
+  return found;
 }
 
 /// Whether thread `tid` blocks the sample signal now.
-bool sample_signal_blocked(int tid) { return signal_blocked_in_proc(tid, sample_signal); }
+bool sample_signal_blocked(int tid) { return signal_in_proc(tid, sample_signal).blocked; }
 
 std::atomic<int> g_signal_blocked_threads{0};
 std::atomic<bool> g_signal_blocked_warned{false};
@@ -1022,8 +1031,8 @@ bool switch_to_ring(Runtime& rt, ThreadState& t) {
 /// whose sa_mask holds it): its traps then wait, coalesced into one, and
 /// its samples are lost. The profiler thread watches for it, as
 /// watch_signal_delivery does for the rings: a thread that has run
-/// blocked_cpu_for_switch_ns of CPU time with no trap handled and SIGTRAP
-/// blocked in /proc is given a ring (switch_to_ring). Cheap: no system call
+/// blocked_cpu_for_switch_ns of CPU time with no trap handled, and SIGTRAP
+/// blocked and pending in /proc, is given a ring (switch_to_ring). Cheap: no system call
 /// for a thread that took a trap since the last look, or waits in a call the
 /// runtime interposes (a pool of 1,000 idle threads would otherwise cost
 /// 50,000 CPU-clock reads a second).
@@ -1042,8 +1051,17 @@ void watch_trap_delivery(Runtime& rt, ThreadState& t) {
     if (t.blocked_seen_cpu_ns == 0) t.blocked_seen_cpu_ns = cpu;
     return;
   }
-  t.blocked_seen_cpu_ns = cpu;  // time in the kernel takes no trap either: look again later
-  if (!signal_blocked_in_proc(t.tid, trap_signal) || !switch_to_ring(rt, t)) return;
+  t.blocked_seen_cpu_ns = cpu;  // look again later
+  // Blocked is not enough: a trap must wait too. Time in the kernel takes
+  // no trap (the event excludes it), and the main thread of a program that
+  // starts threads back to back spends most of its time in clone, inside
+  // pthread_create, which blocks every signal meanwhile: taken for a thread
+  // that blocks SIGTRAP, it was given a ring with a false warning, as were
+  // threads that block everything and run in the kernel. A trap raised
+  // while SIGTRAP is blocked waits (since Linux 6.0) until it is unblocked.
+  const SignalInProc trap = signal_in_proc(t.tid, trap_signal);
+  if (!trap.blocked || !trap.pending) return;
+  if (!switch_to_ring(rt, t)) return;
   t.blocked_seen_cpu_ns = 0;
   log::warn_once(g_signal_blocked_warned,
                  "thread {} blocks the sample signal (SIGTRAP) where the runtime cannot unblock it (a raw "
