@@ -768,6 +768,11 @@ bool start_sampling(ThreadState& t, const Config& config) {
   long fd = -1;
   if (g_trap_sampling.load(std::memory_order_relaxed)) {
     perf_event_attr trap = trap_sampler_attr(attr);
+    // Enabled at once: with no ring there is nothing to set up first, and
+    // an ioctl less per thread. A trap before the thread's state is set
+    // (its first period is 50 us of CPU time at least) is the runtime's
+    // own work, which counts nowhere, or finds trap_mode off.
+    trap.disabled = 0;
     fd = perf_event_open(&trap);
     t.trap_mode.store(fd >= 0, std::memory_order_release);  // else a ring, as if there were no traps
     if (fd < 0 && quiet) g_quiet_ring_fallbacks.fetch_add(1, std::memory_order_relaxed);
@@ -794,7 +799,6 @@ bool start_sampling(ThreadState& t, const Config& config) {
   t.short_period_samples = static_cast<uint32_t>(sys::monotonic_ns() >> 10);
   g_kernel_weight.store(kernel_period_ns(config) / config.sample_period_ns, std::memory_order_relaxed);
   if (!t.trap_mode.load(std::memory_order_relaxed)) return start_ring_sampling(t, config, attr, quiet);
-  ioctl(t.perf_fd, PERF_EVENT_IOC_ENABLE, 0);
   return true;
 }
 
@@ -806,8 +810,8 @@ void stop_sampling(ThreadState& t) {
   }
   if (t.perf_fd < 0) return;
   if (t.trap_mode.exchange(false, std::memory_order_acq_rel)) {
-    // Nothing to drain or unmap: a trap still on its way finds trap_mode off.
-    ioctl(t.perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+    // Nothing to drain or unmap, and no need to disable it first: the close
+    // ends it, and a trap still on its way finds trap_mode off.
     descriptors::close_own(t.perf_fd);
     t.perf_fd = -1;
     return;
