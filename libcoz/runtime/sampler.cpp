@@ -34,7 +34,8 @@
 namespace coz {
 namespace {
 /// How many configured periods a kernel-time sample stands for
-/// (sample_policy::kernel_period_ns); set before the first sampler starts.
+/// (sample_policy::kernel_period_ns); set by start_process_sampling, before
+/// any sampler starts.
 std::atomic<uint64_t> g_kernel_weight{1};
 }  // namespace
 
@@ -797,7 +798,6 @@ bool start_sampling(ThreadState& t, const Config& config) {
   // which one must be random too, or every thread would lose its last
   // rate - 1 samples on average (-10% for threads of 2-3 ms).
   t.short_period_samples = static_cast<uint32_t>(sys::monotonic_ns() >> 10);
-  g_kernel_weight.store(kernel_period_ns(config) / config.sample_period_ns, std::memory_order_relaxed);
   if (!t.trap_mode.load(std::memory_order_relaxed)) return start_ring_sampling(t, config, attr, quiet);
   return true;
 }
@@ -977,7 +977,6 @@ bool open_cpu_rings(Runtime& rt) {
   }
   g_cpu_rings.close_descriptors();
   g_kernel_sampling.store(KernelSampling::On, std::memory_order_relaxed);
-  g_kernel_weight.store(settings.period_ns / config.sample_period_ns, std::memory_order_relaxed);
   g_cpu_rings_kernel.store(true, std::memory_order_relaxed);
   g_cpu_rings_drain_ns.store(sample_policy::cpu_ring_drain_interval_ns(settings.period_ns, ring_memory(), cpus),
                              std::memory_order_relaxed);
@@ -986,6 +985,8 @@ bool open_cpu_rings(Runtime& rt) {
 }  // namespace
 
 bool start_process_sampling(Runtime& rt) {
+  // Once: the per-CPU samplers' period and each thread's kernel-time one.
+  g_kernel_weight.store(kernel_period_ns(rt.config) / rt.config.sample_period_ns, std::memory_order_relaxed);
   const bool cpu_rings = open_cpu_rings(rt);
   choose_trap_sampling(rt.config, cpu_rings);
   return cpu_rings;
