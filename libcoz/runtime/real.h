@@ -89,6 +89,12 @@ namespace coz::real {
   X(dup2, true, nullptr)                                       \
   X(dup3, true, nullptr)                                       \
   X(prctl, true, nullptr)                                      \
+  X(execve, true, nullptr)                                     \
+  X(execv, true, nullptr)                                      \
+  X(execvp, true, nullptr)                                     \
+  X(execvpe, true, nullptr)                                    \
+  X(fexecve, true, nullptr)                                    \
+  X(execveat, false, nullptr)                                  \
   COZ_REAL_IO_FUNCTIONS(X)                                     \
   COZ_REAL_C11_FUNCTIONS(X)
 

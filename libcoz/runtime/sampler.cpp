@@ -37,6 +37,17 @@ namespace {
 /// (sample_policy::kernel_period_ns); set by start_process_sampling, before
 /// any sampler starts.
 std::atomic<uint64_t> g_kernel_weight{1};
+
+/// Whether each thread's trap event samples its time in the kernel too
+/// (choose_trap_sampling): one event, one timer, and no per-CPU rings.
+std::atomic<bool> g_trap_kernel{false};
+
+/// What a sample stands for (record_sample).
+enum class SampleSource {
+  UserTime,     // a sampler of the thread's time, user mode only or both: one configured period
+  KernelTime,   // a kernel-time sampler's, at kernel_period_ns: g_kernel_weight periods
+  TrapInSyscall,  // a trap taken inside a system call (g_trap_kernel): one period, tallied as the kernel's
+};
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -143,17 +154,19 @@ bool in_breakpoint_trap(const Runtime& rt, const UnwindRegisters& regs) {
 
 /// Counts a sample of thread `t`, and credits its delay if it is in the
 /// selected line. Samples of the runtime's own work count nowhere.
-/// `in_kernel`: a sample of the thread's time in the kernel (start_kernel_sampling).
-/// `walk`: room for the walk, the thread's own unless another thread walks
-/// its sample (the profiler thread, for the per-CPU rings).
+/// `source`: the sampler that took it. `walk`: room for the walk, the
+/// thread's own unless another thread walks its sample (the profiler
+/// thread, for the per-CPU rings).
 void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const StackMemory& stack,
-                   bool in_kernel = false, UnwindFrame* walk = nullptr) {
-  // A kernel-time sample stands for `weight` configured periods
+                   SampleSource source = SampleSource::UserTime, UnwindFrame* walk = nullptr) {
+  // A kernel-time sampler's sample stands for `weight` configured periods
   // (kernel_period_ns): each counts that many times, and credits the
   // delays of `weight` x `rate` user samples.
   if (in_breakpoint_trap(rt, regs)) return;
+  const bool kernel_sampler = source == SampleSource::KernelTime;
+  const bool in_kernel = source != SampleSource::UserTime;
   const uint64_t weight =
-      in_kernel ? g_kernel_weight.load(std::memory_order_relaxed) : counted_in_profile(rt, t) ? 1 : 0;
+      kernel_sampler ? g_kernel_weight.load(std::memory_order_relaxed) : counted_in_profile(rt, t) ? 1 : 0;
   StackFrame frames[StackTable::max_frames];
   std::optional<size_t> walked = stack_frames(rt, regs, stack, walk ? walk : t.unwind_frames, frames, weight);
   if (!walked) return;
@@ -174,7 +187,7 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   if (selected == line->experiment_unit()) {
     // Every sample credits its delay (the ledger's delay per sample matches the period in force).
     rt.experiment.selected_samples.fetch_add(weight, std::memory_order_relaxed);
-    for (uint64_t i = 0, credits = in_kernel ? short_period_rate(rt) * weight : 1; i < credits; ++i) {
+    for (uint64_t i = 0, credits = kernel_sampler ? short_period_rate(rt) * weight : 1; i < credits; ++i) {
       if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
     }
   }
@@ -237,7 +250,8 @@ void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h,
     if (!follows_syscall(regs.ip)) return;
     regs.after_syscall = true;
   }
-  record_sample(rt, t, regs, StackMemory::copy(regs.sp, data, std::min(size, dyn_size)), in_kernel, walk);
+  record_sample(rt, t, regs, StackMemory::copy(regs.sp, data, std::min(size, dyn_size)),
+                in_kernel ? SampleSource::KernelTime : SampleSource::UserTime, walk);
 }
 /// Consumes thread `t`'s ring; returns how many samples of its user time
 /// it found. Does nothing when another consumer holds the ring: its records
@@ -317,29 +331,75 @@ void resume_sampler(Runtime& rt, ThreadState& t) {
   if (now_in_force != period) set_period(t.perf_fd, now_in_force);
 }
 
-/// Timer fallback and trap mode: the registers from the interrupted
-/// context, and the thread's live stack (within its bounds: never a wild read).
-void handle_live_sample(Runtime& rt, ThreadState& t, void* context) {
+/// The registers of the interrupted context.
+UnwindRegisters registers_of(const void* context) {
   const auto* uc = static_cast<const ucontext_t*>(context);
   UnwindRegisters regs;
   regs.ip = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
   regs.sp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RSP]);
   regs.bp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RBP]);
-  record_sample(rt, t, regs, StackMemory::live(t.stack_low, t.stack_high));
+  return regs;
+}
+
+/// Timer fallback and trap mode: the registers from the interrupted
+/// context, and the thread's live stack (within its bounds: never a wild read).
+void handle_live_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs,
+                        SampleSource source = SampleSource::UserTime) {
+  record_sample(rt, t, regs, StackMemory::live(t.stack_low, t.stack_high), source);
+}
+
+/// Whether a trap that interrupted the thread at `regs` was taken inside a
+/// system call: its signal then arrives as the call returns to user mode,
+/// just after the `syscall` instruction (0f 05). Only asked where the traps
+/// take kernel time (g_trap_kernel). The code is read in place where `ip`
+/// is in an object the frame tables know (mapped readable and executable
+/// by the loader) and its two bytes before are on the same page; anywhere
+/// else (the vDSO, generated code) with process_vm_readv, which fails
+/// cleanly. A trap taken in the kernel outside a system call (a page
+/// fault, an interrupt) cannot be told from one taken in user mode at the
+/// same place, and counts as that.
+bool trap_in_syscall(const Runtime& rt, UnwindRegisters& regs) {
+  constexpr uint64_t page = 4096;
+  bool in_syscall = false;
+  if (regs.ip % page >= 2 && rt.frames.tables().find(regs.ip - 2)) {
+    const auto* code = reinterpret_cast<const unsigned char*>(regs.ip - 2);
+    in_syscall = code[0] == 0x0f && code[1] == 0x05;
+  } else {
+    in_syscall = follows_syscall(regs.ip);
+  }
+  regs.after_syscall = in_syscall;
+  return in_syscall;
 }
 
 /// A sample of a sampler without a ring (trap_sampler_attr): taken where
-/// the signal interrupted the thread, unless it arrived late.
+/// the signal interrupted the thread.
+///
+/// A trap arrives late (TRAP_PERF_FLAG_ASYNC) when the thread blocked
+/// SIGTRAP as it was raised. Raised while this handler ran (it blocks every
+/// signal), it arrives as the handler returns: the runtime's work, counted
+/// nowhere, as the ring samples on the signal stack are. Any other comes a
+/// period of CPU time or more after the last handler (less the handler's
+/// own time), held back by a mask of the C library's or the program's
+/// (pthread_create blocks every signal around `clone`, whose kernel time
+/// the traps sample where g_trap_kernel), and arrives where they unblock
+/// it, in the same call: counted there. Half a period tells them apart.
+/// (The place is no guide: a loop creating threads unblocks at the same ip
+/// and sp each time, and those traps were dropped, 60% of its samples.)
 void handle_trap(Runtime& rt, ThreadState& t, siginfo_t* info, void* context) {
   t.in_sample_handler.store(true, std::memory_order_relaxed);  // for watch_trap_delivery
   t.signals_taken.fetch_add(1, std::memory_order_release);
+  const bool handlers_own = trap_arrived_late(info) && sys::monotonic_ns() - t.trap_handler_left_ns <
+                                                            rt.sample_period_ns.load(std::memory_order_relaxed) / 2;
   const bool paused = pause_sampler(rt, t);
   settle_period(rt, t);
-  // A sample taken while the handler ran is the runtime's work: counted
-  // nowhere, as the ring samples on the signal stack are.
-  if (!trap_arrived_late(info)) handle_live_sample(rt, t, context);
+  UnwindRegisters regs = registers_of(context);
+  if (!handlers_own) {
+    const bool in_syscall = g_trap_kernel.load(std::memory_order_relaxed) && trap_in_syscall(rt, regs);
+    handle_live_sample(rt, t, regs, in_syscall ? SampleSource::TrapInSyscall : SampleSource::UserTime);
+  }
   rt.ledger.pay_from_signal(t.ledger);
   if (paused) resume_sampler(rt, t);
+  t.trap_handler_left_ns = sys::monotonic_ns();
   t.in_sample_handler.store(false, std::memory_order_release);
 }
 
@@ -355,7 +415,7 @@ void on_sample_signal(int sig, siginfo_t* info, void* context) {
     // None for a thread whose sampler has stopped: a trap already on its way.
     if (rt && t && t->trap_mode.load(std::memory_order_acquire)) handle_trap(*rt, *t, info, context);
   } else if (rt && t && t->timer_mode) {
-    handle_live_sample(*rt, *t, context);
+    handle_live_sample(*rt, *t, registers_of(context));
     rt->ledger.pay_from_signal(t->ledger);
   } else if (rt && t) {
     t->in_sample_handler.store(true, std::memory_order_relaxed);  // for watch_signal_delivery
@@ -420,6 +480,16 @@ struct CpuRingsReader {
 CpuRingsReader* g_cpu_rings_reader = nullptr;  // allocated once, never freed (a forked child reuses it)
 
 bool cpu_rings_take_kernel_time() { return g_cpu_rings_kernel.load(std::memory_order_relaxed); }
+
+/// Whether each ring thread samples its kernel time into its own ring
+/// (start_kernel_sampling): where the system allows it and neither the
+/// per-CPU rings nor the traps take it. Where the traps do, a thread that
+/// falls back to a ring (its trap event would not open, or it blocks
+/// SIGTRAP for good) leaves its kernel time unsampled.
+bool kernel_time_in_thread_rings() {
+  return g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::On && !cpu_rings_take_kernel_time() &&
+         !g_trap_kernel.load(std::memory_order_relaxed);
+}
 
 // Whether threads sample with events that have no ring and raise SIGTRAP
 // themselves (sigtrap=1) instead of mapping a ring and signalling through
@@ -686,6 +756,7 @@ int start_kernel_sampling(ThreadState& t, perf_event_attr attr, uint64_t period,
 /// The event of a sampler without a ring (g_trap_sampling): the one of
 /// `ring_sampler_attr`, made to raise SIGTRAP for each sample itself.
 perf_event_attr trap_sampler_attr(perf_event_attr attr) {
+  attr.exclude_kernel = !g_trap_kernel.load(std::memory_order_relaxed);
   attr.sample_type = 0;  // nothing is written: it has no ring
   attr.sample_regs_user = 0;
   attr.sample_stack_user = 0;
@@ -725,8 +796,10 @@ perf_event_attr ring_sampler_attr(uint64_t first, bool quiet) {
 /// thread. False, with the thread's sampler stopped, when it cannot.
 bool start_ring_sampling(ThreadState& t, const Config& config, const perf_event_attr& attr, bool quiet) {
   const uint64_t kernel_period = kernel_period_ns(config);
-  const int kernel_fd =
-      cpu_rings_take_kernel_time() ? -1 : start_kernel_sampling(t, attr, kernel_period, t.perf_fd);
+  // A sampler of its own for its kernel time, unless the per-CPU rings or
+  // the traps take it (start_kernel_sampling tries, where the system allows).
+  const bool kernel_time_elsewhere = cpu_rings_take_kernel_time() || g_trap_kernel.load(std::memory_order_relaxed);
+  const int kernel_fd = kernel_time_elsewhere ? -1 : start_kernel_sampling(t, attr, kernel_period, t.perf_fd);
   if (kernel_fd < 0 && !map_ring(t.ring, t.perf_fd, ring_data_pages(quiet))) {
     log::warn_once(g_perf_refused_warned,
                    "cannot map a perf_event ring buffer ({}): threads started from now on may not be sampled{}",
@@ -800,6 +873,21 @@ bool start_sampling(ThreadState& t, const Config& config) {
   t.short_period_samples = static_cast<uint32_t>(sys::monotonic_ns() >> 10);
   if (!t.trap_mode.load(std::memory_order_relaxed)) return start_ring_sampling(t, config, attr, quiet);
   return true;
+}
+
+bool pause_sampling_for_exec(ThreadState& t) {
+  if (!t.trap_mode.load(std::memory_order_acquire) || !g_trap_kernel.load(std::memory_order_relaxed)) return false;
+  // The child of a vfork() runs on its parent's thread state (same memory,
+  // same thread pointer), and its descriptor names the parent's event: a
+  // disable there would stop the parent's sampler for good. Its own task
+  // has no event to stop.
+  if (sys::gettid() != t.tid) return false;
+  // A trap raised during this call arrives as it returns, to the handler.
+  return sys::raw_syscall6(SYS_ioctl, t.perf_fd, PERF_EVENT_IOC_DISABLE, 0) == 0;
+}
+
+void resume_sampling_after_exec(ThreadState& t) {
+  sys::raw_syscall6(SYS_ioctl, t.perf_fd, PERF_EVENT_IOC_ENABLE, 0);
 }
 
 void stop_sampling(ThreadState& t) {
@@ -924,30 +1012,61 @@ bool traced() {
   return field && std::strtol(field + std::strlen("\nTracerPid:"), nullptr, 10) != 0;
 }
 
+/// Whether the traps can sample the time in the kernel too (g_trap_kernel):
+/// one event per thread then takes all its time, and no per-CPU ring is
+/// needed. The kernel must raise a trap taken in the kernel as the thread
+/// returns to user mode (a task_work, since Linux 6.1), never inside the
+/// system call: a signal pending there would cut short a wait that cannot
+/// restart (epoll_wait, poll, a partial pipe write). Before 6.1 it was
+/// raised from an irq_work at once. And the system must allow kernel time
+/// to be sampled (perf_event_paranoid <= 1, or CAP_PERFMON).
+bool traps_can_take_kernel_time(const Config& config) {
+  if (!config.sample_traps || g_use_timers.load(std::memory_order_relaxed)) return false;
+  if (!kernel_at_least(6, 1) || traced()) return false;
+  g_trap_kernel.store(true, std::memory_order_relaxed);
+  perf_event_attr probe = trap_sampler_attr(ring_sampler_attr(1'000'000'000, false));
+  g_trap_kernel.store(false, std::memory_order_relaxed);
+  long fd = perf_event_open(&probe);
+  if (fd < 0) return false;
+  sys::raw_syscall6(SYS_close, fd);
+  return true;
+}
+
 /// Decides whether threads sample with traps (g_trap_sampling), on the
 /// first thread, before any other starts: where the kernel sends a thread's
 /// trap when it blocks SIGTRAP later instead of forcing it (Linux 6.0; on
 /// 5.13-5.x a sample taken while the handler ran would end the process),
 /// no debugger is attached, the time in the kernel needs no ring per
-/// thread (the per-CPU rings take it, or it cannot be sampled), and an
-/// event of the kind opens. Then the runtime's handler takes SIGTRAP too.
-void choose_trap_sampling(const Config& config, bool cpu_rings) {
+/// thread (the traps take it, the per-CPU rings do, or it cannot be
+/// sampled), and an event of the kind opens. Then the runtime's handler
+/// takes SIGTRAP too.
+void choose_trap_sampling(const Config& config, bool trap_kernel, bool cpu_rings) {
   g_trap_sampling.store(false, std::memory_order_relaxed);
+  g_trap_kernel.store(false, std::memory_order_relaxed);
   if (!config.sample_traps || g_use_timers.load(std::memory_order_relaxed)) return;
   const bool per_thread_kernel_rings =
-      !cpu_rings && g_kernel_sampling.load(std::memory_order_relaxed) != KernelSampling::Refused;
+      !trap_kernel && !cpu_rings && g_kernel_sampling.load(std::memory_order_relaxed) != KernelSampling::Refused;
   if (per_thread_kernel_rings || !kernel_at_least(6, 0) || traced()) return;
+  g_trap_kernel.store(trap_kernel, std::memory_order_relaxed);
   perf_event_attr probe = trap_sampler_attr(ring_sampler_attr(1'000'000'000, false));
   long fd = perf_event_open(&probe);
   if (fd < 0) {
     log::debug("no samplers without rings ({}): a ring per thread", std::strerror(static_cast<int>(-fd)));
+    g_trap_kernel.store(false, std::memory_order_relaxed);
     return;
   }
   sys::raw_syscall6(SYS_close, fd);
-  if (!install_sample_signal(trap_signal, &signal_safe::on_sample_signal)) return;
+  if (!install_sample_signal(trap_signal, &signal_safe::on_sample_signal)) {
+    g_trap_kernel.store(false, std::memory_order_relaxed);
+    return;
+  }
   g_trap_sampling.store(true, std::memory_order_relaxed);
+  if (trap_kernel) g_kernel_sampling.store(KernelSampling::On, std::memory_order_relaxed);
   static std::atomic<bool> said{false};  // once, not again in each forked child
-  if (!said.exchange(true)) log::info("samplers: each thread's perf_event raises SIGTRAP per sample, with no ring");
+  if (!said.exchange(true)) {
+    log::info("samplers: each thread's perf_event raises SIGTRAP per sample, with no ring{}",
+              trap_kernel ? ", in user mode and in the kernel" : "");
+  }
 }
 
 /// Opens the per-CPU rings for the time in the kernel (start_process_sampling).
@@ -987,8 +1106,15 @@ bool open_cpu_rings(Runtime& rt) {
 bool start_process_sampling(Runtime& rt) {
   // Once: the per-CPU samplers' period and each thread's kernel-time one.
   g_kernel_weight.store(kernel_period_ns(rt.config) / rt.config.sample_period_ns, std::memory_order_relaxed);
-  const bool cpu_rings = open_cpu_rings(rt);
-  choose_trap_sampling(rt.config, cpu_rings);
+  // The traps take the kernel's time too where they can; else the per-CPU
+  // rings do, where the system allows it to be sampled.
+  const bool trap_kernel = traps_can_take_kernel_time(rt.config);
+  const bool cpu_rings = !trap_kernel && open_cpu_rings(rt);
+  choose_trap_sampling(rt.config, trap_kernel, cpu_rings);
+  if (trap_kernel && !g_trap_sampling.load(std::memory_order_relaxed)) {
+    // The probe opened, the handler could not be installed: rings after all.
+    return open_cpu_rings(rt);
+  }
   return cpu_rings;
 }
 
@@ -1058,12 +1184,14 @@ void watch_trap_delivery(Runtime& rt, ThreadState& t) {
   }
   t.blocked_seen_cpu_ns = cpu;  // look again later
   // Blocked is not enough: a trap must wait too. Time in the kernel takes
-  // no trap (the event excludes it), and the main thread of a program that
-  // starts threads back to back spends most of its time in clone, inside
-  // pthread_create, which blocks every signal meanwhile: taken for a thread
-  // that blocks SIGTRAP, it was given a ring with a false warning, as were
-  // threads that block everything and run in the kernel. A trap raised
-  // while SIGTRAP is blocked waits (since Linux 6.0) until it is unblocked.
+  // no trap unless the traps sample it (g_trap_kernel), and the main thread
+  // of a program that starts threads back to back spends most of its time
+  // in clone, inside pthread_create, which blocks every signal meanwhile:
+  // taken for a thread that blocks SIGTRAP, it was given a ring with a false
+  // warning, as were threads that block everything and run in the kernel.
+  // A trap raised while SIGTRAP is blocked waits (since Linux 6.0) until it
+  // is unblocked; one that waits through pthread_create is handled as it
+  // returns, which counts as a trap taken.
   const SignalInProc trap = signal_in_proc(t.tid, trap_signal);
   if (!trap.blocked || !trap.pending) return;
   if (!switch_to_ring(rt, t)) return;
@@ -1099,7 +1227,7 @@ void drain_unsignalled_rings(Runtime& rt) {
     // here, with any of its user-time samples whose signal has not been
     // handled yet (watch_signal_delivery counts those).
     uint32_t user_samples = 0;
-    const bool kernel_time_here = kernel_sampling() && !cpu_rings_take_kernel_time();
+    const bool kernel_time_here = kernel_time_in_thread_rings();
     if (t.signal_blocked.load(std::memory_order_relaxed) || kernel_time_here) {
       user_samples = signal_safe::drain_ring(rt, t);
     }
@@ -1114,9 +1242,9 @@ uint64_t unsignalled_drain_interval_ns(const Runtime& rt) {
   // sample signal.
   const bool quiet_rings = rt.quiet_sampling && (!g_trap_sampling.load(std::memory_order_relaxed) ||
                                                  g_quiet_ring_fallbacks.load(std::memory_order_relaxed) > 0);
-  const bool kernel_time_in_thread_rings = kernel_sampling() && !cpu_rings_take_kernel_time();
+  const bool kernel_time_rings = kernel_time_in_thread_rings();
   uint64_t interval = UINT64_MAX;
-  if (quiet_rings || kernel_time_in_thread_rings || g_signal_blocked_threads.load(std::memory_order_relaxed) > 0) {
+  if (quiet_rings || kernel_time_rings || g_signal_blocked_threads.load(std::memory_order_relaxed) > 0) {
     interval = sample_policy::quiet_drain_interval_ns(rt.config.sample_period_ns, ring_memory());
   }
   if (cpu_rings_take_kernel_time()) interval = std::min(interval, g_cpu_rings_drain_ns.load(std::memory_order_relaxed));

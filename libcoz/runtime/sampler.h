@@ -8,6 +8,8 @@
 // the signal handler attributes samples to lines and pays delays.
 #pragma once
 
+#include <cerrno>
+
 #include "runtime.h"
 #include "sample_signal.h"
 #include "thread_registry.h"
@@ -35,6 +37,38 @@ void forget_inherited_process_sampling();
 /// warning the first time) when perf_event_open is refused.
 bool start_sampling(ThreadState& thread, const Config& config);
 void stop_sampling(ThreadState& thread);
+
+/// Before the calling thread replaces the process image (execve and the
+/// other exec calls): stops its sampler if a sample of the kernel's work
+/// of the exec could reach the new image. A trap taken in the kernel is
+/// raised as the thread returns to user mode, which after an exec is in the
+/// new image, where SIGTRAP has its default action: the program was killed
+/// by it. Returns whether it stopped it.
+bool pause_sampling_for_exec(ThreadState& thread);
+/// After an exec that failed (the image is still ours): samples again.
+void resume_sampling_after_exec(ThreadState& thread);
+
+/// Stops the calling thread's sampler for as long as it lives (an exec
+/// call: interpose_exec.cpp, and syscall()), and restarts it if the exec
+/// returns (it failed).
+class ExecWindow {
+ public:
+  ExecWindow() : thread_(runtime() ? current_thread() : nullptr) {
+    paused_ = thread_ && pause_sampling_for_exec(*thread_);
+  }
+  ~ExecWindow() {
+    if (!paused_) return;
+    int saved_errno = errno;
+    resume_sampling_after_exec(*thread_);
+    errno = saved_errno;
+  }
+  ExecWindow(const ExecWindow&) = delete;
+  ExecWindow& operator=(const ExecWindow&) = delete;
+
+ private:
+  ThreadState* thread_;
+  bool paused_ = false;
+};
 
 /// Takes no more samples of the calling thread, which stays registered: its
 /// descriptors and rings stay in place for the profiler thread.

@@ -48,6 +48,10 @@ struct ThreadState {
   // and its trap event, disabled, stays open in parked_trap_fd until it exits.
   std::atomic<bool> trap_mode{false};
   int parked_trap_fd = -1;
+  // When the trap handler last returned (monotonic ns): a trap that
+  // arrives late right after it was raised while the handler ran
+  // (handle_trap in sampler.cpp).
+  uint64_t trap_handler_left_ns = 0;
   // The thread's stack (0, 0 when unknown): for the live walks (timer and trap modes),
   // and the walks that find a wait's site (record_blocked).
   uintptr_t stack_low = 0, stack_high = 0;

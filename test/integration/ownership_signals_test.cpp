@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include <gtest/gtest.h>
 
@@ -61,6 +62,64 @@ void expect_same_ending(const ProcessResult& plain, const ProcessResult& profile
                                                      << describe(profiled);
   EXPECT_EQ(plain.term_signal, profiled.term_signal) << "plain: " << describe(plain) << "\nprofiled: "
                                                      << describe(profiled);
+}
+
+// ======================================================================================
+// Samples taken in the kernel.
+// ======================================================================================
+
+// Where the traps sample the time in the kernel too, a trap taken inside a
+// system call reaches the program as the call returns (the kernel raises it
+// from a task_work since Linux 6.1), never inside it. kernel_waits' 1 MiB
+// pipe writes copy, then wait for room; its polls over 4,096 descriptors
+// scan them, then wait: a signal pending during the work would make the
+// writes come back short and the polls fail with EINTR (exit 1). The run
+// must show samples inside those calls, else it proves nothing.
+TEST_F(OwnershipSignalsTest, SamplesInTheKernelNeverCutAWaitShort) {
+  std::string why_not;
+  if (!kernel_sampling_allowed(why_not)) GTEST_SKIP() << why_not;
+  const ProcessResult base = plain({KERNEL_WAITS_EXE});
+  ASSERT_EQ(base.exit_status, 0) << describe(base) << base.out;
+  const ProcessResult run = profiled({"-v"}, {KERNEL_WAITS_EXE});
+  expect_same_ending(base, run);
+  EXPECT_NE(run.out.find("short=0 "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("eintr=0\n"), std::string::npos) << run.out;
+  const size_t kernel_line = run.err.find("of which in system calls: ");
+  ASSERT_NE(kernel_line, std::string::npos) << run.err;
+  const long long in_kernel = std::atoll(run.err.c_str() + kernel_line + std::strlen("of which in system calls: "));
+  EXPECT_GE(in_kernel, 100) << "samples inside the writes and polls\n" << run.err;
+  expect_samples_on("kernel_waits.c", 50);
+}
+
+// A trap taken in the kernel during an exec would be raised in the new
+// image, where SIGTRAP has its default action: the exec calls stop the
+// calling thread's sampler first. exec_chain replaces itself 36 times,
+// through each exec call in turn (and syscall(SYS_execve)); before the exec
+// calls were wrapped, a launcher that exec'd its program was killed by
+// SIGTRAP in 2 runs of 3, and exec_chain in 3 of 3. The profile holds the
+// last image's samples only (~200 ms of work): an image that execs writes
+// none of its own.
+TEST_F(OwnershipSignalsTest, SamplesInTheKernelNeverReachAnExecdImage) {
+  const ProcessResult base = plain({EXEC_CHAIN_EXE});
+  ASSERT_EQ(base.exit_status, 0) << describe(base) << base.out;
+  const ProcessResult run = profiled({}, {EXEC_CHAIN_EXE});
+  expect_same_ending(base, run);
+  EXPECT_EQ(run.out, "exec_chain done\n");
+  expect_samples_on("exec_chain.c", 100);
+}
+
+// The child of a vfork() runs on its parent's memory, thread state
+// included, and its descriptors name the parent's events: the exec call's
+// stop must leave the parent's sampler alone. exec_chain --vfork starts 20
+// such children, each exec'ing, then works ~200 ms itself, which must be
+// sampled.
+TEST_F(OwnershipSignalsTest, AVforkChildsExecLeavesItsParentSampled) {
+  const ProcessResult base = plain({EXEC_CHAIN_EXE, "--vfork", "20"});
+  ASSERT_EQ(base.exit_status, 0) << describe(base) << base.out;
+  const ProcessResult run = profiled({}, {EXEC_CHAIN_EXE, "--vfork", "20"});
+  expect_same_ending(base, run);
+  EXPECT_EQ(run.out, "exec_chain done\n");
+  expect_samples_on("exec_chain.c", 100);
 }
 
 // ======================================================================================
