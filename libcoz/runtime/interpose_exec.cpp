@@ -27,21 +27,26 @@ using coz::real::functions;
 
 namespace {
 
-/// The arguments of an execl-style call, from `first` to the null pointer,
-/// into `argv` (room for `count` + 1). `envp`: the pointer after the null
-/// one (execle), if asked for.
-void collect_arguments(const char* first, va_list ap, size_t count, char** argv, char* const** envp) {
+/// Calls `exec(argv, envp)` with the arguments of an execl-style call:
+/// `first`, then those in `ap` up to the null pointer, in an array on this
+/// frame's stack, as glibc builds them. `with_envp`: the pointer after the
+/// null one is the environment (execle).
+template <typename Exec>
+int exec_with_list(const char* first, va_list ap, bool with_envp, Exec exec) {
+  size_t count = 1;  // `first`, null or not
+  if (first) {
+    va_list counting;
+    va_copy(counting, ap);
+    while (va_arg(counting, char*)) ++count;
+    va_end(counting);
+  }
+  auto** argv = static_cast<char**>(alloca((count + 1) * sizeof(char*)));
   argv[0] = const_cast<char*>(first);
-  for (size_t i = 1; i <= count; ++i) argv[i] = va_arg(ap, char*);
-  if (envp) *envp = va_arg(ap, char* const*);
-}
-
-/// How many arguments follow `first` up to and including the null pointer.
-size_t count_arguments(const char* first, va_list ap) {
-  size_t count = 0;
-  if (!first) return 0;
-  while (va_arg(ap, char*)) ++count;
-  return count + 1;
+  for (size_t i = 1; i < count; ++i) argv[i] = va_arg(ap, char*);
+  argv[count] = nullptr;
+  if (first) va_arg(ap, char*);  // the null pointer that ends the list
+  char* const* envp = with_envp ? va_arg(ap, char* const*) : nullptr;
+  return exec(argv, envp);
 }
 
 }  // namespace
@@ -82,50 +87,31 @@ int execveat(int dirfd, const char* path, char* const argv[], char* const envp[]
   return functions().execveat(dirfd, path, argv, envp, flags);
 }
 
-/// execl, execlp and execle as glibc builds them: the arguments into an
-/// array on the stack, then the v-form (ours, which stops the sampler).
+/// execl, execlp and execle: the arguments into an array, then the v-form
+/// (ours, which stops the sampler).
 int execl(const char* path, const char* arg, ...) {
   va_list ap;
   va_start(ap, arg);
-  const size_t count = count_arguments(arg, ap);
+  int ret = exec_with_list(arg, ap, false, [&](char* const* argv, char* const*) { return execv(path, argv); });
   va_end(ap);
-  auto** argv = static_cast<char**>(alloca((count + 1) * sizeof(char*)));
-  va_start(ap, arg);
-  collect_arguments(arg, ap, count, argv, nullptr);
-  va_end(ap);
-  if (count == 0) argv[0] = nullptr;
-  return execv(path, argv);
+  return ret;
 }
 
 int execlp(const char* file, const char* arg, ...) {
   va_list ap;
   va_start(ap, arg);
-  const size_t count = count_arguments(arg, ap);
+  int ret = exec_with_list(arg, ap, false, [&](char* const* argv, char* const*) { return execvp(file, argv); });
   va_end(ap);
-  auto** argv = static_cast<char**>(alloca((count + 1) * sizeof(char*)));
-  va_start(ap, arg);
-  collect_arguments(arg, ap, count, argv, nullptr);
-  va_end(ap);
-  if (count == 0) argv[0] = nullptr;
-  return execvp(file, argv);
+  return ret;
 }
 
 int execle(const char* path, const char* arg, ...) {
   va_list ap;
   va_start(ap, arg);
-  const size_t count = count_arguments(arg, ap);
+  int ret =
+      exec_with_list(arg, ap, true, [&](char* const* argv, char* const* envp) { return execve(path, argv, envp); });
   va_end(ap);
-  auto** argv = static_cast<char**>(alloca((count + 1) * sizeof(char*)));
-  char* const* envp = nullptr;
-  va_start(ap, arg);
-  if (count == 0) {
-    argv[0] = nullptr;
-    envp = va_arg(ap, char* const*);  // after the null pointer that was `arg`
-  } else {
-    collect_arguments(arg, ap, count, argv, &envp);
-  }
-  va_end(ap);
-  return execve(path, argv, envp);
+  return ret;
 }
 
 }  // extern "C"
