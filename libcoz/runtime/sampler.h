@@ -19,13 +19,15 @@ namespace coz {
 /// Installs the sample signal handler (once per process).
 bool install_sample_handler();
 
-/// Opens the process's per-CPU rings (cpu_rings.h) on the calling thread,
-/// before any other thread of the program starts: they take the samples of
-/// every thread's time in the kernel, where the system allows it, so that
-/// no thread opens a kernel-time sampler of its own. False where they
-/// cannot be opened (each thread then tries its own, as before).
-/// COZ_CPU_RINGS=0 turns them off. Then decides whether threads sample
-/// with traps (no ring per thread), and if so takes SIGTRAP.
+/// Decides, on the calling thread before any other thread of the program
+/// starts, how threads sample and where their time in the kernel goes:
+/// each thread's trap event takes it too where it can (Linux 6.1+, kernel
+/// time allowed); else the process's per-CPU rings (cpu_rings.h) take every
+/// thread's, where the system allows it, so that no thread opens a
+/// kernel-time sampler of its own (COZ_CPU_RINGS=0 turns them off: each
+/// thread then tries its own). Then decides whether threads sample with
+/// traps (no ring per thread), and if so takes SIGTRAP. Returns whether the
+/// per-CPU rings were opened.
 bool start_process_sampling(Runtime& rt);
 /// The profiler thread's id: its samples in the per-CPU rings count nowhere.
 void note_profiler_thread(int tid);
