@@ -481,14 +481,18 @@ CpuRingsReader* g_cpu_rings_reader = nullptr;  // allocated once, never freed (a
 
 bool cpu_rings_take_kernel_time() { return g_cpu_rings_kernel.load(std::memory_order_relaxed); }
 
-/// Whether each ring thread samples its kernel time into its own ring
-/// (start_kernel_sampling): where the system allows it and neither the
-/// per-CPU rings nor the traps take it. Where the traps do, a thread that
+/// Whether the per-CPU rings or the traps take every thread's kernel time.
+/// Else each ring thread samples its own into its ring, where the system
+/// allows it (start_kernel_sampling). Where the traps take it, a thread that
 /// falls back to a ring (its trap event would not open, or it blocks
 /// SIGTRAP for good) leaves its kernel time unsampled.
+bool kernel_time_elsewhere() {
+  return cpu_rings_take_kernel_time() || g_trap_kernel.load(std::memory_order_relaxed);
+}
+
+/// Whether the threads' rings hold kernel-time samples too.
 bool kernel_time_in_thread_rings() {
-  return g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::On && !cpu_rings_take_kernel_time() &&
-         !g_trap_kernel.load(std::memory_order_relaxed);
+  return g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::On && !kernel_time_elsewhere();
 }
 
 // Whether threads sample with events that have no ring and raise SIGTRAP
@@ -754,9 +758,10 @@ int start_kernel_sampling(ThreadState& t, perf_event_attr attr, uint64_t period,
 }
 
 /// The event of a sampler without a ring (g_trap_sampling): the one of
-/// `ring_sampler_attr`, made to raise SIGTRAP for each sample itself.
-perf_event_attr trap_sampler_attr(perf_event_attr attr) {
-  attr.exclude_kernel = !g_trap_kernel.load(std::memory_order_relaxed);
+/// `ring_sampler_attr`, made to raise SIGTRAP for each sample itself, in
+/// the kernel too if `kernel` (g_trap_kernel).
+perf_event_attr trap_sampler_attr(perf_event_attr attr, bool kernel) {
+  attr.exclude_kernel = !kernel;
   attr.sample_type = 0;  // nothing is written: it has no ring
   attr.sample_regs_user = 0;
   attr.sample_stack_user = 0;
@@ -796,10 +801,9 @@ perf_event_attr ring_sampler_attr(uint64_t first, bool quiet) {
 /// thread. False, with the thread's sampler stopped, when it cannot.
 bool start_ring_sampling(ThreadState& t, const Config& config, const perf_event_attr& attr, bool quiet) {
   const uint64_t kernel_period = kernel_period_ns(config);
-  // A sampler of its own for its kernel time, unless the per-CPU rings or
-  // the traps take it (start_kernel_sampling tries, where the system allows).
-  const bool kernel_time_elsewhere = cpu_rings_take_kernel_time() || g_trap_kernel.load(std::memory_order_relaxed);
-  const int kernel_fd = kernel_time_elsewhere ? -1 : start_kernel_sampling(t, attr, kernel_period, t.perf_fd);
+  // A sampler of its own for its kernel time (start_kernel_sampling tries,
+  // where the system allows).
+  const int kernel_fd = kernel_time_elsewhere() ? -1 : start_kernel_sampling(t, attr, kernel_period, t.perf_fd);
   if (kernel_fd < 0 && !map_ring(t.ring, t.perf_fd, ring_data_pages(quiet))) {
     log::warn_once(g_perf_refused_warned,
                    "cannot map a perf_event ring buffer ({}): threads started from now on may not be sampled{}",
@@ -841,7 +845,7 @@ bool start_sampling(ThreadState& t, const Config& config) {
 
   long fd = -1;
   if (g_trap_sampling.load(std::memory_order_relaxed)) {
-    perf_event_attr trap = trap_sampler_attr(attr);
+    perf_event_attr trap = trap_sampler_attr(attr, g_trap_kernel.load(std::memory_order_relaxed));
     // Enabled at once: with no ring there is nothing to set up first, and
     // an ioctl less per thread. A trap before the thread's state is set
     // (its first period is 50 us of CPU time at least) is the runtime's
@@ -1012,6 +1016,23 @@ bool traced() {
   return field && std::strtol(field + std::strlen("\nTracerPid:"), nullptr, 10) != 0;
 }
 
+/// Opens and closes an event of a trap sampler's kind (trap_sampler_attr):
+/// 0 if it opens, else -errno.
+long probe_trap_event(bool kernel) {
+  perf_event_attr probe = trap_sampler_attr(ring_sampler_attr(1'000'000'000, false), kernel);
+  long fd = perf_event_open(&probe);
+  if (fd >= 0) sys::raw_syscall6(SYS_close, fd);
+  return fd < 0 ? fd : 0;
+}
+
+/// Whether threads may sample with traps at all: where the kernel sends a
+/// thread's trap when it blocks SIGTRAP later instead of forcing it (Linux
+/// 6.0; on 5.13-5.x a sample taken while the handler ran would end the
+/// process), and no debugger is attached (it would stop at every trap).
+bool traps_allowed(const Config& config) {
+  return config.sample_traps && !g_use_timers.load(std::memory_order_relaxed) && kernel_at_least(6, 0) && !traced();
+}
+
 /// Whether the traps can sample the time in the kernel too (g_trap_kernel):
 /// one event per thread then takes all its time, and no per-CPU ring is
 /// needed. The kernel must raise a trap taken in the kernel as the thread
@@ -1020,46 +1041,25 @@ bool traced() {
 /// restart (epoll_wait, poll, a partial pipe write). Before 6.1 it was
 /// raised from an irq_work at once. And the system must allow kernel time
 /// to be sampled (perf_event_paranoid <= 1, or CAP_PERFMON).
-bool traps_can_take_kernel_time(const Config& config) {
-  if (!config.sample_traps || g_use_timers.load(std::memory_order_relaxed)) return false;
-  if (!kernel_at_least(6, 1) || traced()) return false;
-  g_trap_kernel.store(true, std::memory_order_relaxed);
-  perf_event_attr probe = trap_sampler_attr(ring_sampler_attr(1'000'000'000, false));
-  g_trap_kernel.store(false, std::memory_order_relaxed);
-  long fd = perf_event_open(&probe);
-  if (fd < 0) return false;
-  sys::raw_syscall6(SYS_close, fd);
-  return true;
-}
+bool traps_can_take_kernel_time() { return kernel_at_least(6, 1) && probe_trap_event(/*kernel=*/true) == 0; }
 
 /// Decides whether threads sample with traps (g_trap_sampling), on the
-/// first thread, before any other starts: where the kernel sends a thread's
-/// trap when it blocks SIGTRAP later instead of forcing it (Linux 6.0; on
-/// 5.13-5.x a sample taken while the handler ran would end the process),
-/// no debugger is attached, the time in the kernel needs no ring per
-/// thread (the traps take it, the per-CPU rings do, or it cannot be
-/// sampled), and an event of the kind opens. Then the runtime's handler
-/// takes SIGTRAP too.
-void choose_trap_sampling(const Config& config, bool trap_kernel, bool cpu_rings) {
-  g_trap_sampling.store(false, std::memory_order_relaxed);
-  g_trap_kernel.store(false, std::memory_order_relaxed);
-  if (!config.sample_traps || g_use_timers.load(std::memory_order_relaxed)) return;
+/// first thread, before any other starts, where they are allowed
+/// (traps_allowed): where the time in the kernel needs no ring per thread
+/// (the traps take it, the per-CPU rings do, or it cannot be sampled) and
+/// an event of the kind opens. Then the runtime's handler takes SIGTRAP too.
+void choose_trap_sampling(bool trap_kernel, bool cpu_rings) {
   const bool per_thread_kernel_rings =
       !trap_kernel && !cpu_rings && g_kernel_sampling.load(std::memory_order_relaxed) != KernelSampling::Refused;
-  if (per_thread_kernel_rings || !kernel_at_least(6, 0) || traced()) return;
+  if (per_thread_kernel_rings) return;
+  if (!trap_kernel) {  // else its probe opened already
+    if (long error = probe_trap_event(/*kernel=*/false); error < 0) {
+      log::debug("no samplers without rings ({}): a ring per thread", std::strerror(static_cast<int>(-error)));
+      return;
+    }
+  }
+  if (!install_sample_signal(trap_signal, &signal_safe::on_sample_signal)) return;
   g_trap_kernel.store(trap_kernel, std::memory_order_relaxed);
-  perf_event_attr probe = trap_sampler_attr(ring_sampler_attr(1'000'000'000, false));
-  long fd = perf_event_open(&probe);
-  if (fd < 0) {
-    log::debug("no samplers without rings ({}): a ring per thread", std::strerror(static_cast<int>(-fd)));
-    g_trap_kernel.store(false, std::memory_order_relaxed);
-    return;
-  }
-  sys::raw_syscall6(SYS_close, fd);
-  if (!install_sample_signal(trap_signal, &signal_safe::on_sample_signal)) {
-    g_trap_kernel.store(false, std::memory_order_relaxed);
-    return;
-  }
   g_trap_sampling.store(true, std::memory_order_relaxed);
   if (trap_kernel) g_kernel_sampling.store(KernelSampling::On, std::memory_order_relaxed);
   static std::atomic<bool> said{false};  // once, not again in each forked child
@@ -1108,9 +1108,12 @@ bool start_process_sampling(Runtime& rt) {
   g_kernel_weight.store(kernel_period_ns(rt.config) / rt.config.sample_period_ns, std::memory_order_relaxed);
   // The traps take the kernel's time too where they can; else the per-CPU
   // rings do, where the system allows it to be sampled.
-  const bool trap_kernel = traps_can_take_kernel_time(rt.config);
+  g_trap_sampling.store(false, std::memory_order_relaxed);
+  g_trap_kernel.store(false, std::memory_order_relaxed);
+  const bool traps = traps_allowed(rt.config);
+  const bool trap_kernel = traps && traps_can_take_kernel_time();
   const bool cpu_rings = !trap_kernel && open_cpu_rings(rt);
-  choose_trap_sampling(rt.config, trap_kernel, cpu_rings);
+  if (traps) choose_trap_sampling(trap_kernel, cpu_rings);
   if (trap_kernel && !g_trap_sampling.load(std::memory_order_relaxed)) {
     // The probe opened, the handler could not be installed: rings after all.
     return open_cpu_rings(rt);
