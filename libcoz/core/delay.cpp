@@ -34,11 +34,11 @@ void raise_local(ThreadLedger& t, uint64_t value) {
 }  // namespace
 
 void DelayLedger::begin_experiment(uint64_t delay_per_sample_ns) {
-  forgive_below_.store(global_.load(std::memory_order_acquire), std::memory_order_release);
-  delay_per_sample_.store(delay_per_sample_ns, std::memory_order_release);
+  counts_->forgive_below.store(counts_->global.load(std::memory_order_acquire), std::memory_order_release);
+  counts_->delay_per_sample.store(delay_per_sample_ns, std::memory_order_release);
 }
 
-void DelayLedger::end_experiment() { delay_per_sample_.store(0, std::memory_order_release); }
+void DelayLedger::end_experiment() { counts_->delay_per_sample.store(0, std::memory_order_release); }
 
 void DelayLedger::start_thread(ThreadLedger& child, uint64_t creator_local) const {
   child.local.store(creator_local, std::memory_order_relaxed);
@@ -49,15 +49,15 @@ void DelayLedger::start_thread(ThreadLedger& child, uint64_t creator_local) cons
 }
 
 uint64_t DelayLedger::credit_sample(ThreadLedger& t) {
-  uint64_t d = delay_per_sample_.load(std::memory_order_relaxed);
+  uint64_t d = counts_->delay_per_sample.load(std::memory_order_relaxed);
   if (d == 0) return 0;
   t.local.fetch_add(d, std::memory_order_relaxed);
-  global_.fetch_add(d, std::memory_order_acq_rel);
+  counts_->global.fetch_add(d, std::memory_order_acq_rel);
   return d;
 }
 
 void DelayLedger::forgive_old_debt(ThreadLedger& t) const {
-  raise_local(t, forgive_below_.load(std::memory_order_acquire));
+  raise_local(t, counts_->forgive_below.load(std::memory_order_acquire));
 }
 
 uint64_t DelayLedger::owed(ThreadLedger& t) const {

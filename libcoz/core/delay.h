@@ -25,6 +25,16 @@
 
 namespace coz {
 
+/// The counts every thread of an experiment compares itself with. A
+/// process's own, or (`coz run --system`) one set in memory shared by every
+/// process of the run, so that a sample in one process pauses the threads of
+/// all (system_shared.h). Atomic and address-free: valid in shared memory.
+struct LedgerCounts {
+  std::atomic<uint64_t> global{0};
+  std::atomic<uint64_t> forgive_below{0};
+  std::atomic<uint64_t> delay_per_sample{0};
+};
+
 /// One thread's side of the ledger. Written by its own thread and by that
 /// thread's signal handler, so every update is an atomic read-modify-write.
 struct ThreadLedger {
@@ -44,19 +54,25 @@ class DelayLedger {
 
   explicit DelayLedger(SleepFn sleep) : sleep_(sleep) {}
 
+  /// Counts kept in `shared` from now on instead of this ledger's own (at
+  /// start-up, before any thread compares itself with them).
+  void share_counts(LedgerCounts* shared) { counts_ = shared; }
+  bool counts_shared() const { return counts_ != &own_; }
+
   // ---- experiment control (profiler thread) ----
   /// Starts crediting `delay_per_sample_ns` per selected sample (0 for a 0% experiment).
   void begin_experiment(uint64_t delay_per_sample_ns);
   void end_experiment();
-  uint64_t global() const { return global_.load(std::memory_order_acquire); }
-  uint64_t delay_per_sample() const { return delay_per_sample_.load(std::memory_order_relaxed); }
+  uint64_t global() const { return counts_->global.load(std::memory_order_acquire); }
+  uint64_t delay_per_sample() const { return counts_->delay_per_sample.load(std::memory_order_relaxed); }
   /// Whether delays credited since the last experiment began may still be
   /// owed: during an experiment that inserts delays, and after it until the
   /// next one forgives them. A waker's credit matters only then.
   bool delays_outstanding() const {
-    return global_.load(std::memory_order_acquire) > forgive_below_.load(std::memory_order_acquire);
+    return counts_->global.load(std::memory_order_acquire) > counts_->forgive_below.load(std::memory_order_acquire);
   }
-  /// Total ns all threads have spent paying delays (overhead diagnostics).
+  /// Total ns this process's threads have spent paying delays (its own,
+  /// even where the counts are shared).
   uint64_t total_paused() const { return total_paused_.load(std::memory_order_relaxed); }
 
   // ---- thread side ----
@@ -125,14 +141,13 @@ class DelayLedger {
   void forgive_old_debt(ThreadLedger& t) const;
   /// Global count less what the thread paid or was forgiven; reads only.
   uint64_t debt(const ThreadLedger& t) const {
-    uint64_t paid = std::max(t.local.load(std::memory_order_relaxed), forgive_below_.load(std::memory_order_acquire));
+    uint64_t paid = std::max(t.local.load(std::memory_order_relaxed), counts_->forgive_below.load(std::memory_order_acquire));
     uint64_t g = global();
     return g > paid ? g - paid : 0;
   }
 
-  std::atomic<uint64_t> global_{0};
-  std::atomic<uint64_t> forgive_below_{0};
-  std::atomic<uint64_t> delay_per_sample_{0};
+  LedgerCounts own_;
+  LedgerCounts* counts_ = &own_;
   std::atomic<uint64_t> total_paused_{0};
   SleepFn sleep_;
 };

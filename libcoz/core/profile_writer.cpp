@@ -152,6 +152,8 @@ std::string ProfileWriter::format_sampling(const SamplingTotals& t) {
   for (const auto& [key, count] : t.walks) out += fmt::format("\t{}={}", key, count);
   if (t.stacks_dropped > 0) out += fmt::format("\tstacks-dropped={}", t.stacks_dropped);
   if (t.waits_dropped > 0) out += fmt::format("\twaits-dropped={}", t.waits_dropped);
+  if (t.paused_ns > 0) out += fmt::format("\tpaused={}", t.paused_ns);
+  if (t.pid != 0) out += fmt::format("\tpid={}", t.pid);
   return out + "\n";
 }
 

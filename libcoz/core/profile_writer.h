@@ -81,6 +81,9 @@ class ProfileWriter {
     /// room in the runtime's fixed tables (written when not 0).
     uint64_t stacks_dropped = 0;
     uint64_t waits_dropped = 0;
+    /// ns the process's threads spent paying delays (written when not 0).
+    uint64_t paused_ns = 0;
+    int pid = 0;  // the process's (written when not 0)
   };
   void write_sampling(const SamplingTotals& totals);
   /// `stacks`: (frames "A;B" outermost first, count since the previous record for them).

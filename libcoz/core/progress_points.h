@@ -40,8 +40,10 @@ struct ProgressPoint {
 
   std::string name;
   Kind kind = Kind::Throughput;
-  ProgressCounter begin;  // throughput: visits; latency: COZ_BEGIN visits
-  ProgressCounter end;    // latency: COZ_END visits
+  ProgressCounter own_begin;  // the counts, unless the point is shared (SharedPoints)
+  ProgressCounter own_end;
+  ProgressCounter* begin = &own_begin;  // throughput: visits; latency: COZ_BEGIN visits
+  ProgressCounter* end = &own_end;      // latency: COZ_END visits
 
   // Latency: (begins - ends) x delay ns, summed at every delay credit (in
   // the sampled thread's signal handler). See Profiler::poll_in_flight.
@@ -59,8 +61,32 @@ struct ProgressPoint {
   uint64_t total_visits = 0;
   uint64_t total_ns = 0;
 
-  uint64_t begins() const { return begin.total(); }
-  uint64_t ends() const { return end.total(); }
+  uint64_t begins() const { return begin->total(); }
+  uint64_t ends() const { return end->total(); }
+};
+
+/// The points of every process of a `coz run --system` run, in memory they
+/// all share: one counter per name, whichever process counts it, so that the
+/// process running the experiment reads the progress of all. A fixed table,
+/// each entry claimed once and never freed; entries are written whole before
+/// they are marked ready.
+struct SharedPoint {
+  static constexpr size_t name_size = 120;
+  enum State : uint32_t { Free, Claiming, Ready };
+  std::atomic<uint32_t> state{Free};
+  uint32_t kind = 0;  // ProgressPoint::Kind
+  char name[name_size] = {};
+  ProgressCounter begin;
+  ProgressCounter end;
+};
+
+struct SharedPoints {
+  static constexpr size_t capacity = 64;
+  SharedPoint entries[capacity];
+
+  /// The entry for (name, kind), claimed if new; nullptr when the table is
+  /// full or the name too long to share. Lock-free; any process.
+  SharedPoint* find_or_claim(std::string_view name, ProgressPoint::Kind kind);
 };
 
 class ProgressPoints {
@@ -72,6 +98,13 @@ class ProgressPoints {
 
   /// Adds a point that counts from outside the program (e.g. the end-to-end point).
   ProgressPoint& add(std::string_view name, ProgressPoint::Kind kind);
+
+  /// From now on, points count in `shared` (at start-up, before any counter
+  /// is handed out; `coz run --system`).
+  void share(SharedPoints* shared) { shared_ = shared; }
+  /// Adds every point another process of the run has created, so that
+  /// for_each sees the progress of all of them. Profiler thread.
+  void import_shared();
 
   /// Calls f(ProgressPoint&) for every point, under the registry lock.
   template <typename F>
@@ -121,6 +154,7 @@ class ProgressPoints {
   FutexLock lock_;
   std::deque<ProgressPoint> points_;  // deque: counters never move
   std::atomic<ProgressPoint*> latency_{nullptr};  // the latency points, newest first
+  SharedPoints* shared_ = nullptr;
 };
 
 }  // namespace coz

@@ -12,7 +12,7 @@ uint64_t pack(WakeKind kind, int target) {
 
 }  // namespace
 
-void WakeBoard::post(WakeKind kind, int target, uint64_t credit) {
+void WakeBoard::post(WakeKind kind, int target, uint64_t credit, uint64_t channel) {
   uint64_t seq = next_.fetch_add(1, std::memory_order_acq_rel);
   Slot& slot = slots_[seq % capacity];
   // A post owns the slot from the claim to the publish. Two posts can meet
@@ -33,6 +33,7 @@ void WakeBoard::post(WakeKind kind, int target, uint64_t credit) {
   std::atomic_thread_fence(std::memory_order_release);
   slot.kind_and_target.store(pack(kind, target), std::memory_order_relaxed);
   slot.credit.store(credit, std::memory_order_relaxed);
+  slot.channel.store(channel, std::memory_order_relaxed);
   slot.seq.store(seq, std::memory_order_release);
 }
 
@@ -41,6 +42,7 @@ bool WakeBoard::read(uint64_t seq, WakeRecord& out) const {
   if (slot.seq.load(std::memory_order_acquire) != seq) return false;
   uint64_t packed = slot.kind_and_target.load(std::memory_order_relaxed);
   out.credit = slot.credit.load(std::memory_order_relaxed);
+  out.channel = slot.channel.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
   if (slot.seq.load(std::memory_order_relaxed) != seq) return false;  // overwritten while we read
   out.kind = static_cast<WakeKind>(packed >> 32);

@@ -38,8 +38,13 @@ enum class WakeKind : uint32_t {
 
 struct WakeRecord {
   WakeKind kind;
-  int target;
+  int target;       // on the board of `coz run --system` (system_shared.h): the poster's pid
   uint64_t credit;  // the waker's local delay count when it posted (it had caught up)
+  /// On the board of `coz run --system`: the kernel object the wake went
+  /// through, named so that any process can tell (channel_id in channels.h).
+  uint64_t channel = 0;
+  /// Read from that board: posted by another process, so `target` is no descriptor of ours.
+  bool foreign = false;
 };
 
 class WakeBoard {
@@ -55,19 +60,26 @@ class WakeBoard {
 
   /// Posts a record. Lock-free; safe from any thread (not from signal handlers
   /// that interrupt a post on the same thread: none do).
-  void post(WakeKind kind, int target, uint64_t credit);
+  void post(WakeKind kind, int target, uint64_t credit, uint64_t channel = 0);
 
   /// The credit of the oldest record posted at or after `since` for which
   /// `reaches(record)` is true, asking at most `max_checks` times; records
   /// overwritten meanwhile are skipped. Oldest first: the first write that
   /// reached the waiter is the one that woke it.
+  /// `foreign_to`: on the board of `coz run --system`, the reader's pid:
+  /// its own records are skipped (its process's board has them), the others
+  /// marked foreign.
   template <typename Reaches>
-  std::optional<uint64_t> first_since(uint64_t since, int max_checks, Reaches&& reaches) const {
+  std::optional<uint64_t> first_since(uint64_t since, int max_checks, Reaches&& reaches, int foreign_to = 0) const {
     uint64_t end = head();
     uint64_t begin = end > capacity && since < end - capacity ? end - capacity : since;
     for (uint64_t seq = begin; seq < end && max_checks > 0; ++seq) {
       WakeRecord record;
       if (!read(seq, record)) continue;
+      if (foreign_to != 0) {
+        if (record.target == foreign_to) continue;
+        record.foreign = true;
+      }
       --max_checks;
       if (reaches(record)) return record.credit;
     }
@@ -79,6 +91,7 @@ class WakeBoard {
     std::atomic<uint64_t> seq{slot_empty};  // the record's sequence number once complete
     std::atomic<uint64_t> kind_and_target{0};
     std::atomic<uint64_t> credit{0};
+    std::atomic<uint64_t> channel{0};
   };
 
   /// Copies record `seq` if it is complete and not overwritten (seqlock-style).

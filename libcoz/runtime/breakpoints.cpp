@@ -52,14 +52,14 @@ uint64_t read_count(int fd) {
 bool resolve_breakpoints(Runtime& rt, std::string& error) {
   for (const auto& spec : rt.config.progress_lines) {
     ProgressPoint& p = rt.points.add(spec, ProgressPoint::Kind::Throughput);
-    if (!add(rt, spec, p.begin.abi(), error)) return false;
+    if (!add(rt, spec, p.begin->abi(), error)) return false;
   }
   for (size_t i = 0; i + 1 < rt.config.latency_lines.size(); i += 2) {
     const std::string& begin = rt.config.latency_lines[i];
     const std::string& end = rt.config.latency_lines[i + 1];
     ProgressPoint& p = rt.points.add(begin + ".." + end, ProgressPoint::Kind::Latency);
     rt.breakpoints.has_latency = true;
-    if (!add(rt, begin, p.begin.abi(), error) || !add(rt, end, p.end.abi(), error)) return false;
+    if (!add(rt, begin, p.begin->abi(), error) || !add(rt, end, p.end->abi(), error)) return false;
   }
   return true;
 }

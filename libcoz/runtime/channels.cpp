@@ -29,7 +29,40 @@ bool same_address(const sockaddr_storage& a, socklen_t a_len, const sockaddr_sto
   return a_len == b_len && std::memcmp(&a, &b, a_len) == 0;
 }
 
+uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL; }
+
+uint64_t inode_id(dev_t dev, ino_t ino) { return mix(mix(0x1F00, dev), ino) | 1; }
+
+/// An address as same_address compares it: inet by family, port and
+/// address; the rest by their bytes (an unnamed UNIX socket: its family).
+uint64_t address_id(const sockaddr_storage& a, socklen_t len) {
+  uint64_t h = mix(0x50C7, a.ss_family);
+  if (a.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+    return mix(mix(h, x.sin_port), x.sin_addr.s_addr) | 1;
+  }
+  if (a.ss_family == AF_INET6) {
+    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+    uint64_t words[2];
+    std::memcpy(words, &x.sin6_addr, sizeof words);
+    return mix(mix(mix(h, x.sin6_port), words[0]), words[1]) | 1;
+  }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&a);
+  for (socklen_t i = 0; i < len && i < sizeof a; ++i) h = mix(h, bytes[i]);
+  return h | 1;
+}
+
 }  // namespace
+
+uint64_t channel_id(int fd) {
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) return 0;
+  if (!S_ISSOCK(st.st_mode)) return inode_id(st.st_dev, st.st_ino);
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return 0;
+  return address_id(local, len);
+}
 
 WaitedChannel::WaitedChannel(int fd) : fd_(fd) {
   struct stat st;
@@ -44,10 +77,12 @@ WaitedChannel::WaitedChannel(int fd) : fd_(fd) {
   } else {
     type_ = Type::Other;
   }
+  channel_id_ = type_ == Type::Socket ? address_id(peer_, peer_len_) : inode_id(dev_, ino_);
 }
 
 bool WaitedChannel::reached_by(const WakeRecord& record) const {
   if (type_ == Type::Unknown || record.kind == WakeKind::Signal) return false;
+  if (record.foreign) return record.channel != 0 && record.channel == channel_id_;
   int w = record.target;
   switch (type_) {
     case Type::Other:
@@ -74,7 +109,7 @@ bool WaitedChannel::reached_by(const WakeRecord& record) const {
 }
 
 bool signal_reaches(const WakeRecord& record, int tid) {
-  return record.kind == WakeKind::Signal && (record.target == 0 || record.target == tid);
+  return !record.foreign && record.kind == WakeKind::Signal && (record.target == 0 || record.target == tid);
 }
 
 // ---- epoll ---------------------------------------------------------------------

@@ -31,17 +31,27 @@ namespace coz {
 class WaitedChannel {
  public:
   explicit WaitedChannel(int fd);
-  /// Whether `record` (a write, connect, unlock or ring submission) reached this descriptor.
+  /// Whether `record` (a write, connect, unlock or ring submission) reached
+  /// this descriptor. A foreign record (another process's, `coz run
+  /// --system`) by its channel id alone.
   bool reached_by(const WakeRecord& record) const;
 
  private:
   int fd_;
+  uint64_t channel_id_ = 0;  // as channel_id() names the far end's side
   enum class Type { Unknown, Pipe, Socket, Other } type_ = Type::Unknown;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
   sockaddr_storage peer_{};
   socklen_t peer_len_ = 0;
 };
+
+/// The kernel object a wake through descriptor `fd` goes through, named the
+/// same in every process: a pipe, FIFO, eventfd or locked file by its inode;
+/// a socket by its local address (which its peer knows as the peer
+/// address). 0 when it cannot be told. For `coz run --system`, whose
+/// processes cannot look at each other's descriptors.
+uint64_t channel_id(int fd);
 
 /// A thread's own signals: whether `record` is a signal to the thread `tid`
 /// or to its whole process.

@@ -397,7 +397,7 @@ long syscall(long number, ...) {
       if (!waits) return real();
       KernelWait w(coz::WaitKind::Io);
       long ret = real();
-      w.done([ring](const coz::WakeRecord& r) { return r.kind == WakeKind::RingSubmit && r.target == ring; });
+      w.done([ring](const coz::WakeRecord& r) { return !r.foreign && r.kind == WakeKind::RingSubmit && r.target == ring; });
       return ret;
     }
     case SYS_execve:
