@@ -22,6 +22,7 @@ struct Config {
   std::string fixed_line;                   // COZ_FIXED_LINE "FILE:LINE"; empty: chosen by samples
   std::string control_path;                 // COZ_CONTROL: the monitor's control file (control.h); empty: none
   int run_pid = 0;                          // COZ_RUN_PID: the pid `coz run` became (the run's first process)
+  std::string system_path;                  // COZ_SYSTEM: `coz run --system`'s shared file (system_shared.h); empty: none
   bool status_line = false;                 // COZ_STATUS=1: the monitor keeps a status line on this stderr
   int fixed_speedup_percent = -1;           // COZ_FIXED_SPEEDUP 0..100; -1: random
   /// COZ_GRANULARITY: what one virtual speedup covers. "line": one line;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace coz {
 
@@ -22,7 +23,8 @@ struct SourceLine;
 
 /// What one experiment tests.
 struct ExperimentChoice {
-  SourceLine* line = nullptr;
+  SourceLine* line = nullptr;  // this process's unit; null in `coz run --system` when only others have that code
+  std::string name;            // the unit's name, as the experiment's record gives it
   double speedup = 0.0;
   uint64_t length_ns = 0;
 };

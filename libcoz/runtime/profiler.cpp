@@ -40,6 +40,8 @@ ProfileWriter::SamplingTotals sampling_totals(const Runtime& rt) {
   }
   t.stacks_dropped = rt.stacks.dropped();
   t.waits_dropped = rt.blocked.dropped();
+  t.paused_ns = rt.ledger.total_paused();
+  t.pid = sys::getpid();
   return t;
 }
 
@@ -66,6 +68,7 @@ bool Profiler::wait_unless_stopping(uint64_t ns, uint64_t step_ns, bool poll_poi
 
 Profiler::Profiler(Runtime& rt)
     : rt_(rt),
+      system_(rt.system ? std::make_unique<SystemLink>(rt) : nullptr),
       scheduler_(rt.config, sys::monotonic_ns() ^ static_cast<uint64_t>(sys::getpid())),
       two_phase_(TwoPhase::Limits{.function_experiments = rt.config.two_phase_experiments}) {
   start_line_choice();  // in a forked child: the parent's samples are not this process's
@@ -158,8 +161,47 @@ void Profiler::shutdown_from_signal(uint64_t timeout_ns) {
 }
 
 void Profiler::run() {
+  if (system_) return run_in_system();
   Steps steps{*this};
   run_experiment_cycles(steps, rt_.config.end_to_end, rt_.config.cooloff_ns);
+}
+
+void Profiler::run_in_system() {
+  auto stop = [&] { return stopping_.load(std::memory_order_acquire) || program_gone(); };
+  while (!system_->lead()) {
+    if (!system_->follow(stop, [&] {
+          FutexGuard guard(lock_);
+          if (!stopping_.load(std::memory_order_acquire)) write_new_samples();
+        })) {
+      return;  // stopping
+    }
+  }
+  log::debug("system: pid {} runs the experiments", sys::getpid());
+  start_line_choice();
+  Steps steps{*this};
+  run_experiment_cycles(steps, rt_.config.end_to_end, rt_.config.cooloff_ns);
+}
+
+bool Profiler::choose_in_system(ExperimentChoice& choice) {
+  auto stop = [&] { return stopping_.load(std::memory_order_acquire) || program_gone(); };
+  const bool fixed = !rt_.config.fixed_line.empty();
+  while (!stop()) {
+    drain_unsignalled_rings(rt_);
+    system_->publish_samples();
+    std::optional<std::string> name;
+    if (fixed) {
+      if (std::string n = system_->fixed_line_name(); !n.empty()) name = std::move(n);
+    } else {
+      name = system_->choose(scheduler_);
+    }
+    if (name) {
+      choice.name = std::move(*name);
+      choice.line = system_->unit_named(choice.name);
+      return true;
+    }
+    sys::sleep_ns(quiet_step(rt_.config.poll_interval_ns));
+  }
+  return false;
 }
 
 bool Profiler::Steps::stopping() { return p.stopping_.load(std::memory_order_acquire); }
@@ -173,8 +215,13 @@ void Profiler::Steps::stop_experiments() { p.stop_experiments(); }
 
 bool Profiler::Steps::choose(ExperimentChoice& choice) {
   const Config& c = p.rt_.config;
-  choice.line = c.fixed_line.empty() ? p.wait_for_line() : p.wait_for_fixed_line();
-  if (!choice.line) return false;  // stopping
+  if (p.system_) {
+    if (!p.choose_in_system(choice)) return false;  // stopping
+  } else {
+    choice.line = c.fixed_line.empty() ? p.wait_for_line() : p.wait_for_fixed_line();
+    if (!choice.line) return false;  // stopping
+    choice.name = choice.line->name();
+  }
   // The monitor's baseline share holds while it aims (control.h).
   const bool aimed = !p.control_.aim.empty() && p.control_.baseline_share > 0;
   choice.speedup = p.scheduler_.choose_speedup(aimed ? std::optional<double>(p.control_.baseline_share) : std::nullopt);
@@ -187,7 +234,7 @@ void Profiler::Steps::drain_samples() { drain_unsignalled_rings(p.rt_); }
 bool Profiler::Steps::begin(const ExperimentChoice& choice) {
   FutexGuard guard(p.lock_);
   if (stopping()) return false;
-  p.begin(choice.line, choice.speedup);
+  p.begin(choice);
   return true;
 }
 
@@ -259,6 +306,7 @@ SourceLine* Profiler::wait_for_line() {
 /// (pipeline: 3 to 65 of ~85 experiments on the producer line, which has a
 /// quarter of the samples).
 void Profiler::start_line_choice() {
+  if (system_) system_->start_choice();
   FutexGuard guard(rt_.lines_lock);
   const auto& lines = rt_.lines.lines();
   choice_base_.resize(lines.size());
@@ -388,7 +436,9 @@ void Profiler::apply_two_phase(std::vector<uint64_t>& fresh) {
 /// ~2.5% here, and charged to the speedup experiments alone they made every
 /// prediction ~3 points low. Only a run of 0% experiments alone
 /// (--fixed-speedup 0, which inserts no delays at all) keeps the configured period.
-void Profiler::begin(SourceLine* line, double speedup) {
+void Profiler::begin(const ExperimentChoice& choice) {
+  SourceLine* line = choice.line;
+  const double speedup = choice.speedup;
   // The period first, before the experiment's clock starts: one ioctl per
   // thread took 10-18 ms for 1,000 threads here, time in which no delay can
   // be credited yet, and which inside the experiment would count as time at
@@ -398,16 +448,20 @@ void Profiler::begin(SourceLine* line, double speedup) {
   refresh_breakpoint_counters(rt_);
   uint64_t now = clock_.now_ns();
   uint64_t global = rt_.ledger.global();
-  running_ = Running{true, line, speedup, now, global, now};
+  rt_.points.import_shared();  // `coz run --system`: the points of every process
+  running_ = Running{true, line, choice.name, speedup, system_ ? system_->deaths() : 0, now, global, now};
   rt_.points.for_each([](ProgressPoint& p) { open_window(p); });
   rt_.experiment.selected_samples.store(0, std::memory_order_relaxed);
+  if (system_) system_->announce_selection(choice.name, period);
   rt_.ledger.begin_experiment(ExperimentScheduler::delay_per_sample(speedup, period));
   rt_.experiment.selected.store(line, std::memory_order_release);
+  if (system_) system_->announce(true);
 }
 
 void Profiler::stop_crediting() {
   rt_.experiment.selected.store(nullptr, std::memory_order_release);
   rt_.ledger.end_experiment();
+  if (system_) system_->announce(false);
 }
 
 /// When credits stop, the running threads still owe the delays of the last
@@ -440,7 +494,8 @@ bool Profiler::drain_debts(uint64_t length_ns) {
   auto all_settled = [&] {
     bool settled = true;
     for_each_thread([&](ThreadState& t) { settled = settled && rt_.ledger.settled(t.ledger); });
-    return settled;
+    // `coz run --system`: and every other process's threads (each follower settles its own).
+    return settled && (!system_ || system_->followers_settled());
   };
   constexpr uint64_t step_ns = 100'000;
   const uint64_t longest_wait = 2 * rt_.config.sample_period_ns + std::min(largest_debt, length_ns);
@@ -456,10 +511,17 @@ bool Profiler::end(ExperimentResult& result) {
   uint64_t paused = rt_.ledger.global() - running_.start_global;
   uint64_t wall = now - running_.start_ns;
 
-  result.selected = running_.line->name();
+  if (system_ && system_->deaths() != running_.deaths) {
+    // A process of the run died during it: its threads neither paid their
+    // delays nor finished their work, so the progress counted means nothing.
+    running_.active = false;
+    return false;
+  }
+  result.selected = running_.name;
   result.speedup = running_.speedup;
   result.duration_ns = effective_duration(wall, paused);
   result.selected_samples = rt_.experiment.selected_samples.load(std::memory_order_relaxed);
+  if (system_) result.selected_samples += system_->take_follower_samples();
   result.pid = sys::getpid();
   result.end_ns = now - rt_.start_ns;
   rt_.points.for_each([&](ProgressPoint& p) { result.points.push_back(close_window(p, result.duration_ns, wall)); });
@@ -558,6 +620,10 @@ void Profiler::shutdown() {
   write_new_samples();
   rt_.writer.write_sampling(sampling_totals(rt_));
   rt_.writer.write_runtime(sys::monotonic_ns() - rt_.start_ns);
+  if (system_) {
+    system_->release_lead();
+    system_->leave();
+  }
   end_monitor();
   if (shutdown_requested_.load(std::memory_order_acquire) && signal_report_) signal_report_();
   shut_down_.store(true, std::memory_order_release);

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "control.h"
@@ -13,6 +15,7 @@
 #include "two_phase.h"
 #include "runtime.h"
 #include "futex_lock.h"
+#include "system_link.h"
 
 namespace coz {
 
@@ -38,8 +41,10 @@ class Profiler {
  private:
   struct Running {
     bool active = false;
-    SourceLine* line = nullptr;
+    SourceLine* line = nullptr;  // null when only other processes have that code (`coz run --system`)
+    std::string name;
     double speedup = 0;
+    uint32_t deaths = 0;  // `coz run --system`: processes of the run found dead before it began
     uint64_t start_ns = 0;
     uint64_t start_global = 0;
     uint64_t last_poll_ns = 0;  // for the time-weighted in-flight average
@@ -48,6 +53,11 @@ class Profiler {
   static void* thread_main(void* self);
   void take_realtime_priority();
   void run();
+  /// `coz run --system`: leads the experiments, or follows another
+  /// process's until it is gone, then leads (system_link.h).
+  void run_in_system();
+  /// The system's choice: a line by name from every process's samples, or the --fixed-line.
+  bool choose_in_system(ExperimentChoice& choice);
   SourceLine* wait_for_line();
   /// Starts the window of samples the next line is chosen from (choose_line).
   void start_line_choice();
@@ -75,7 +85,7 @@ class Profiler {
   /// After the last records, when exit_watch_ says the main thread left
   /// alone: ends the process as the last program thread left it.
   [[noreturn]] void end_process_as_main_left();
-  void begin(SourceLine* line, double speedup);
+  void begin(const ExperimentChoice& choice);
   /// Stops the delays of the running experiment. Caller holds lock_.
   void stop_crediting();
   /// Waits until the threads have paid the delays they owe; false if shutdown began.
@@ -98,6 +108,7 @@ class Profiler {
   void idle_until_stopping();
 
   Runtime& rt_;
+  std::unique_ptr<SystemLink> system_;  // `coz run --system` only
   ExperimentScheduler scheduler_;
   FutexLock lock_;  // guards running_ and the writing of records against shutdown() from the exiting thread
   std::atomic<bool> shutdown_requested_{false};  // by shutdown_from_signal

@@ -21,6 +21,7 @@
 #include "reentrancy.h"
 #include "sampler.h"
 #include "scope.h"
+#include "system_link.h"
 #include "thread_registry.h"
 #include "wait.h"
 #include "sys.h"
@@ -226,6 +227,27 @@ void fork_parent() {
   SignalsDeferred::release(mine.signals);
 }
 
+/// `coz run --system`: this process's experiments become the run's
+/// (system_shared.h). Before any thread compares itself with the ledger or
+/// is handed a counter.
+void join_system(Runtime& rt) {
+  std::string error;
+  SystemShared* shared = map_system_shared(rt.config.system_path.c_str(), error);
+  if (!shared) {
+    log::warn("{}: this process runs experiments of its own", error);
+    return;
+  }
+  rt.system = shared;
+  rt.system_slot = register_process(*shared, sys::getpid());
+  if (!rt.system_slot) log::warn("more than {} processes in the run: the leader will not wait for this one's delays",
+                                 SystemShared::process_capacity);
+  rt.ledger.share_counts(&shared->ledger);
+  rt.points.share(&shared->points);
+  // One experiment selects one line everywhere: lines, not functions (docs/system.md).
+  rt.config.granularity = Config::Granularity::Line;
+  if (SourceLine* fixed = rt.fixed_line.load(std::memory_order_acquire)) SystemLink(rt).publish_fixed_line(fixed->name());
+}
+
 /// A forked child is a program of its own: it gets a fresh experiment state,
 /// its own sampler for the one thread it has, its own profiler thread, and
 /// writes its own records (tagged with its pid) to the same profile. Nothing
@@ -237,7 +259,9 @@ void on_fork_child() {
   ForkState mine = g_fork;
   release_fork_locks(*rt);  // taken in fork_prepare by this thread, which is the child's
   rt->experiment.selected.store(nullptr, std::memory_order_relaxed);
-  rt->ledger.end_experiment();
+  // Under --system the experiment is the run's, in shared counts: this child follows it.
+  if (rt->system) rt->system_slot = register_process(*rt->system, sys::getpid());
+  else rt->ledger.end_experiment();
   rt->sample_period_ns.store(rt->config.sample_period_ns, std::memory_order_relaxed);
   for (auto& line : rt->lines.lines()) {
     line.reported_samples.store(line.samples.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -289,8 +313,10 @@ void start() {
   // In a program that `coz run` launched, MAIN is that program; in a program
   // it execs (inherited LD_PRELOAD), MAIN still names the launched one, so an
   // unrelated child (a shell from system(), say) is out of scope and quiet.
-  bool launched_here = rt->config.program.empty() || rt->config.program == main_executable;
-  std::string main_program = rt->config.program.empty() ? main_executable : rt->config.program;
+  // Under `coz run --system`, every program of the run is one of its own (docs/system.md).
+  const bool system = !rt->config.system_path.empty();
+  bool launched_here = system || rt->config.program.empty() || rt->config.program == main_executable;
+  std::string main_program = system || rt->config.program.empty() ? main_executable : rt->config.program;
   g_sources = new MapSources{main_executable, main_program, {}, {}};
   size_t objects_in_scope = build_line_map(*rt, *g_sources);
   // With explicit binary globs, the library they name may be loaded later
@@ -308,7 +334,8 @@ void start() {
   if (!rt->config.fixed_line.empty()) {
     std::string error;
     rt->fixed_line = resolve_fixed_line(*rt, rt->config.fixed_line, error);
-    if (!rt->fixed_line && !may_load_later) {
+    // Under --system, another process of the run may have the code.
+    if (!rt->fixed_line && !may_load_later && !system) {
       // The user asked for an experiment that cannot run: say so before the program starts.
       log::error("{}", error);
       _exit(2);
@@ -343,6 +370,7 @@ void start() {
     log::warn("no source line in scope in {}: progress points are counted, but no line can be profiled",
               main_executable);
   }
+  if (system) join_system(*rt);
   // Not at the shortest periods, whose rings would need draining more often
   // than the profiler thread drains (unsignalled_period_ns).
   rt->quiet_sampling = rt->config.only_baselines() && unsignalled_period_ns(rt->config) == rt->config.sample_period_ns;
@@ -428,7 +456,7 @@ void stop() {
 /// What the run saw, at its end: `-v`'s counts, and the warnings about what
 /// the profile cannot see.
 void summarize_run(const Runtime& rt) {
-  if (!rt.config.fixed_line.empty() && !rt.fixed_line.load()) {
+  if (!rt.config.fixed_line.empty() && !rt.fixed_line.load() && !rt.system) {  // --system: another process may have it
     log::warn("--fixed-line {}: no code at that line was loaded in the binaries in scope", rt.config.fixed_line);
   }
   log::info("{} samples, {} outside the scope, {} lost; threads paused {:.1f} ms in all",

@@ -17,6 +17,7 @@
 #include "progress_points.h"
 #include "futex_lock.h"
 #include "sys.h"
+#include "system_shared.h"
 #include "wake_board.h"
 
 namespace coz {
@@ -72,6 +73,11 @@ struct Runtime {
   StackTable stacks;
   BlockedTable blocked;
   WakeBoard wakes;  // wakes through descriptors and signals, for the woken to claim
+  /// `coz run --system`: what every process of the run shares (the ledger's
+  /// counts, the progress points and the board of wakes between processes
+  /// live there); nullptr otherwise.
+  SystemShared* system = nullptr;
+  ProcessSlot* system_slot = nullptr;  // this process's, in `system`
   std::atomic<SourceLine*> fixed_line{nullptr};  // set late when its library is dlopen'ed
   /// The period threads sample at now: config.sample_period_ns, or a
   /// fraction of it while an experiment inserts delays (set_sample_period).

@@ -1,6 +1,7 @@
 #include "wait.h"
 
 #include "runtime.h"
+#include "channels.h"
 #include "thread_registry.h"
 
 namespace coz {
@@ -49,6 +50,10 @@ KernelWait::KernelWait(WaitKind kind, const void* caller)
   rt_->ledger.pre_block(thread_->ledger);
   // After paying: records posted while this thread paid are older than its wait.
   since_ = rt_->wakes.head();
+  if (rt_->system) {
+    shared_board_ = &rt_->system->wakes;
+    shared_since_ = shared_board_->head();
+  }
 }
 
 bool KernelWait::must_decide() const { return thread_ && rt_->ledger.accrued_while_blocked(thread_->ledger); }
@@ -80,7 +85,17 @@ void wake_through_kernel(WakeKind kind, int target) {
   // interrupted this thread inside ledger code: paying there would pay the
   // same debt twice. The interrupted code settles it; post what stands.
   if (!t->ledger.busy.load(std::memory_order_relaxed)) rt->ledger.catch_up(t->ledger);
-  if (rt->ledger.delays_outstanding()) rt->wakes.post(kind, target, t->ledger.local.load(std::memory_order_relaxed));
+  if (!rt->ledger.delays_outstanding()) {
+    errno = saved;
+    return;
+  }
+  uint64_t credit = t->ledger.local.load(std::memory_order_relaxed);
+  rt->wakes.post(kind, target, credit);
+  // `coz run --system`: the woken thread may be another process's, which
+  // knows the descriptor only by the kernel object behind it.
+  if (rt->system && (kind == WakeKind::Write || kind == WakeKind::Connect || kind == WakeKind::Unlock)) {
+    if (uint64_t channel = channel_id(target)) rt->system->wakes.post(kind, sys::getpid(), credit, channel);
+  }
   errno = saved;
 }
 

@@ -78,7 +78,10 @@ class KernelWait {
   std::optional<uint64_t> first_credit(Reaches&& reaches) const {
     // Each check may cost a system call or two (channels.h): bounded.
     constexpr int max_checks = 64;
-    return board_->first_since(since_, max_checks, reaches);
+    if (auto credit = board_->first_since(since_, max_checks, reaches)) return credit;
+    // `coz run --system`: a thread of another process may have woken it.
+    if (shared_board_) return shared_board_->first_since(shared_since_, max_checks, reaches, sys::getpid());
+    return std::nullopt;
   }
   /// Delays accrued while blocked: only then does it matter who ended the wait.
   bool must_decide() const;
@@ -88,12 +91,14 @@ class KernelWait {
   const void* caller_;
   uint64_t start_;
   uint64_t since_;
+  uint64_t shared_since_ = 0;
   // Looked up once: every wrapped read and write comes through here. All
   // null when the runtime is off, the thread is not profiled, or the call
   // is the runtime's own (reentrancy.h).
   Runtime* rt_;
   ThreadState* thread_;
   const WakeBoard* board_;
+  const WakeBoard* shared_board_ = nullptr;  // `coz run --system`: the processes' board
 };
 
 /// The part of catch_up that runs only while an experiment's delays may be

@@ -29,6 +29,8 @@
 #include "monitor.h"
 #include "path_search.h"
 #include "scope.h"
+#include "system_file.h"
+#include "system_shared.h"
 #include <fmt/core.h>
 #include <fmt/ostream.h>
 
@@ -280,6 +282,9 @@ int run_main(int argc, char** argv) {
        "experiments stop (--until-settled, --max-time)")
       ("allocation", po::value<std::string>(), "aimed (default): after a warm-up, experiments go mostly to the "
        "lines that decide the answer; samples: always in proportion to samples, as Coz does")
+      ("system", po::value<std::string>()->implicit_value(""), "one experiment at a time across every process of "
+       "the run (children, exec'd programs, and processes started with --join NAME); =NAME lets others join")
+      ("join", po::value<std::string>(), "take part in the --system=NAME run going on")
       ("verbose,v", "print what the runtime does");
 
   po::variables_map vm;
@@ -303,7 +308,8 @@ int run_main(int argc, char** argv) {
   auto runtime = find_runtime();
   if (!runtime) return fail("cannot find libcoz.so next to the coz executable or in its install directory");
 
-  if (!vm.count("binary-scope")) {
+  // Under --system, a launcher with nothing to profile may start programs that have.
+  if (!vm.count("binary-scope") && !vm.count("system")) {
     std::vector<std::string> source_globs;
     if (vm.count("source-scope")) source_globs = vm["source-scope"].as<std::vector<std::string>>();
     if (!has_something_to_profile(*program, source_globs, error)) return fail(error);
@@ -357,6 +363,23 @@ int run_main(int argc, char** argv) {
     setenv("COZ_SAMPLE_PERIOD_NS", std::to_string(*ns).c_str(), 1);
   }
   if (vm.count("verbose")) setenv("COZ_VERBOSE", "1", 1);
+  if (vm.count("system") && vm.count("join")) return fail("--system starts a run and --join takes part in one: give one");
+  if (vm.count("join")) {
+    const auto& name = vm["join"].as<std::string>();
+    std::string path = coz::system_shared_path(name);
+    if (path.empty()) return fail(fmt::format("--join {}: expected a name of letters, digits, '-', '_' and '.'", name));
+    if (access(path.c_str(), R_OK | W_OK) != 0) {
+      return fail(fmt::format("--join {}: no run of that name is going on ({}: {})", name, path, std::strerror(errno)));
+    }
+    // The run's experiments are written to the run's profile: so are this process's samples, unless -o says.
+    if (vm["output"].defaulted()) {
+      std::string run_profile = system_run_profile(path, error);
+      if (run_profile.empty()) return fail(fmt::format("--join {}: {}", name, error));
+      output = run_profile;
+      setenv("COZ_OUTPUT", output.c_str(), 1);
+    }
+    setenv("COZ_SYSTEM", path.c_str(), 1);
+  }
 
   MonitorOptions monitor;
   monitor.profile_path = output;
@@ -388,6 +411,9 @@ int run_main(int argc, char** argv) {
   // Nothing to aim: one line, one experiment, or no speed-up ever (nothing is estimated).
   const bool only_baselines = vm.count("fixed-speedup") && vm["fixed-speedup"].as<int>() == 0;
   if (vm.count("fixed-line") || vm.count("end-to-end") || only_baselines) monitor.aim = false;
+  // Across processes the leader chooses by samples alone (docs/system.md); a
+  // joining process's run is not the one whose monitor settles.
+  if (vm.count("system") || vm.count("join")) monitor.aim = false;
   if (monitor.status || monitor.aim || monitor.until_settled || monitor.max_time_ns) {
     if (start_monitor(monitor, error)) {
       setenv("COZ_CONTROL", monitor.control_path.c_str(), 1);
@@ -396,6 +422,12 @@ int run_main(int argc, char** argv) {
     } else {
       fmt::print(stderr, "coz run: warning: {}: no status line, experiments by samples alone\n", error);
     }
+  }
+
+  if (vm.count("system")) {
+    std::string path = start_system_run(vm["system"].as<std::string>(), output, error);
+    if (path.empty()) return fail(error);
+    setenv("COZ_SYSTEM", path.c_str(), 1);
   }
 
   warn_if_runtime_cannot_load(*program);
