@@ -1,0 +1,257 @@
+// Several processes of one program, for `coz run --system` (issue #17):
+// one experiment across all of them. Run under
+// `coz run --system --fixed-line processes.c:<selected> --fixed-speedup 50`.
+//
+//   processes pause SECONDS   the parent spins on the `selected` line, a
+//                             forked child on another line: the parent's
+//                             samples must pause the child (its `paused`).
+//   processes kill            the parent counts progress; a child spinning on
+//                             `selected` is SIGKILLed at 1.0 s, mid-experiment;
+//                             another spins from then on and exits by itself.
+//                             Prints "killed-at-ms=N" (since main began).
+//   processes late            the parent counts progress for 2 s; a child
+//                             exits at 0.2 s (early), another spins on
+//                             `selected` from 0.5 s to 1.5 s (late).
+//   processes wake KIND       rounds of: a child spins ~20 ms on `selected`,
+//                             then wakes the parent through KIND (pipe,
+//                             socketpair or tcp on loopback), which works 3 ms
+//                             and prints how much longer than that the round
+//                             took from the wake ("KIND: e1 e2 ..." in ms), as
+//                             wake_kinds.c does between threads.
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <coz.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile uint64_t g_sink;
+static double g_start;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void fail(const char* what) {
+  perror(what);
+  _exit(1);
+}
+
+// Spins until `seconds` of this thread's CPU time have passed.
+__attribute__((noinline)) static void spin_selected(double seconds) {
+  double until = cpu_s() + seconds;
+  uint64_t x = g_sink;
+  while (cpu_s() < until) {
+    for (int i = 0; i < 20000; ++i) x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ULL + (uint64_t)i;  // @line:selected
+  }
+  g_sink = x;
+}
+
+__attribute__((noinline)) static void spin_other(double seconds) {
+  double until = cpu_s() + seconds;
+  uint64_t x = g_sink;
+  while (cpu_s() < until) {
+    for (int i = 0; i < 20000; ++i) x = (x ^ (x >> 31)) * 0x94d049bb133111ebULL + (uint64_t)i;  // @line:other
+  }
+  g_sink = x;
+}
+
+// The parent's progress until `until` (seconds since main began): units of ~2 ms.
+static void count_progress_until(double until) {
+  while (now_s() - g_start < until) {
+    spin_other(0.002);
+    COZ_PROGRESS_NAMED("unit");
+  }
+}
+
+static void reap(pid_t pid, int allow_kill) {
+  int status;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) fail("waitpid");
+  }
+  if (allow_kill && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) return;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "processes: child %d failed (status %d)\n", (int)pid, status);
+    _exit(1);
+  }
+}
+
+static pid_t start_child(void (*body)(double), double arg) {
+  pid_t pid = fork();
+  if (pid < 0) fail("fork");
+  if (pid == 0) {
+    body(arg);
+    exit(0);  // not _exit: the runtime writes this process's last records at exit
+  }
+  return pid;
+}
+
+static void spin_forever(double unused) {
+  (void)unused;
+  for (;;) spin_selected(1.0);
+}
+
+static void spin_selected_until(double until) {
+  while (now_s() - g_start < until) spin_selected(0.01);
+}
+
+static void spin_other_until(double until) {
+  while (now_s() - g_start < until) spin_other(0.01);
+}
+
+static int run_pause(double seconds) {
+  pid_t child = start_child(spin_other_until, seconds);
+  spin_selected_until(seconds);
+  COZ_PROGRESS_NAMED("unit");
+  reap(child, 0);
+  return 0;
+}
+
+static int run_kill(void) {
+  pid_t victim = start_child(spin_forever, 0);
+  count_progress_until(1.0);
+  if (kill(victim, SIGKILL) != 0) fail("kill");
+  printf("killed-at-ms=%d\n", (int)((now_s() - g_start) * 1000));
+  fflush(stdout);
+  reap(victim, 1);
+  pid_t next = start_child(spin_selected_until, 2.2);
+  count_progress_until(2.4);
+  reap(next, 0);
+  return 0;
+}
+
+static int run_late(void) {
+  pid_t early = start_child(spin_other_until, 0.2);
+  count_progress_until(0.5);
+  pid_t late = start_child(spin_selected_until, 1.5);
+  count_progress_until(2.0);
+  reap(early, 0);
+  reap(late, 0);
+  return 0;
+}
+
+// ---- wakes across processes ------------------------------------------------------
+
+enum { kRounds = 24 };
+
+static void write_byte(int fd) {
+  char c = 1;
+  while (write(fd, &c, 1) != 1) {
+    if (errno != EINTR) fail("write");
+  }
+}
+
+static int read_byte(int fd) {
+  char c;
+  for (;;) {
+    ssize_t r = read(fd, &c, 1);
+    if (r == 1) return 1;
+    if (r == 0) return 0;
+    if (errno != EINTR) fail("read");
+  }
+}
+
+// The child: per round, waits for the parent's go, spins, wakes the parent
+// with the time of the wake (a waiter that pays, pays as it returns).
+static void waker(int go, int wake) {
+  while (read_byte(go)) {
+    spin_selected(0.020);
+    double at = now_s();
+    while (write(wake, &at, sizeof at) != (ssize_t)sizeof at) {
+      if (errno != EINTR) fail("write");
+    }
+  }
+  _exit(0);
+}
+
+static double read_time(int fd) {
+  double at;
+  for (;;) {
+    ssize_t r = read(fd, &at, sizeof at);
+    if (r == (ssize_t)sizeof at) return at;
+    if (r >= 0 || errno != EINTR) fail("read: waker gone");
+  }
+}
+
+// Two connected descriptors per direction for KIND: [0] the parent's, [1] the child's.
+static void connect_pair(const char* kind, int ends[2]) {
+  if (strcmp(kind, "pipe") == 0) {
+    if (pipe(ends) != 0) fail("pipe");  // [0] reads, [1] writes: the child writes
+    return;
+  }
+  if (strcmp(kind, "socketpair") == 0) {
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, ends) != 0) fail("socketpair");
+    return;
+  }
+  if (strcmp(kind, "tcp") == 0) {
+    int listener = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof addr;
+    if (listener < 0 || bind(listener, (struct sockaddr*)&addr, len) != 0 || listen(listener, 1) != 0 ||
+        getsockname(listener, (struct sockaddr*)&addr, &len) != 0) {
+      fail("tcp listener");
+    }
+    ends[1] = socket(AF_INET, SOCK_STREAM, 0);
+    if (ends[1] < 0 || connect(ends[1], (struct sockaddr*)&addr, len) != 0) fail("connect");
+    ends[0] = accept(listener, NULL, NULL);
+    if (ends[0] < 0) fail("accept");
+    close(listener);
+    return;
+  }
+  fprintf(stderr, "processes: unknown kind %s (pipe, socketpair, tcp)\n", kind);
+  _exit(2);
+}
+
+static int run_wake(const char* kind) {
+  int go[2], wake[2];
+  if (pipe(go) != 0) fail("pipe");
+  connect_pair(kind, wake);
+  pid_t child = fork();
+  if (child < 0) fail("fork");
+  if (child == 0) {
+    close(go[1]);
+    close(wake[0]);
+    waker(go[0], wake[1]);
+  }
+  close(go[0]);
+  close(wake[1]);
+  printf("%s:", kind);
+  for (int round = 0; round < kRounds; ++round) {
+    write_byte(go[1]);
+    double woken = read_time(wake[0]);
+    spin_other(0.003);
+    COZ_PROGRESS_NAMED("round");
+    printf(" %.2f", (now_s() - woken - 0.003) * 1000);
+  }
+  printf("\n");
+  close(go[1]);
+  reap(child, 0);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  g_start = now_s();
+  const char* mode = argc > 1 ? argv[1] : "";
+  if (strcmp(mode, "pause") == 0 && argc > 2) return run_pause(atof(argv[2]));
+  if (strcmp(mode, "kill") == 0) return run_kill();
+  if (strcmp(mode, "late") == 0) return run_late();
+  if (strcmp(mode, "wake") == 0 && argc > 2) return run_wake(argv[2]);
+  fprintf(stderr, "usage: processes pause SECONDS | kill | late | wake pipe|socketpair|tcp\n");
+  return 2;
+}
