@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -139,21 +140,30 @@ ProcessSlot* register_process(SystemShared& shared, int pid) {
   return &slot;
 }
 
-bool process_alive(int pid) {
+ProcessFate process_fate(int pid) {
   char path[32];
   std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char text[256];
+  if (fd < 0) return ProcessFate::Killed;
+  char text[1024];
   ssize_t n = read(fd, text, sizeof text - 1);
   close(fd);
-  if (n <= 0) return false;
+  if (n <= 0) return ProcessFate::Killed;
   text[n] = '\0';
-  // "pid (comm) S ...": the state follows the last ')' (a name may hold one).
-  const char* close_paren = std::strrchr(text, ')');
-  if (!close_paren || close_paren[1] != ' ') return true;
-  char state = close_paren[2];
-  return state != 'Z' && state != 'X' && state != 'x';
+  // "pid (comm) S ...": fields counted from the last ')' (a name may hold
+  // one); 3 is the state, 52 the exit code in waitpid's form (Linux 3.5+).
+  const char* p = std::strrchr(text, ')');
+  if (!p) return ProcessFate::Running;
+  char state = 0;
+  long status = -1;
+  for (int field = 2; *p; ++p) {
+    if (*p != ' ') continue;
+    ++field;
+    if (field == 3) state = p[1];
+    if (field == 52) status = std::strtol(p + 1, nullptr, 10);
+  }
+  if (state != 'Z' && state != 'X' && state != 'x') return ProcessFate::Running;
+  return status >= 0 && WIFEXITED(status) ? ProcessFate::Exited : ProcessFate::Killed;
 }
 
 void shared_futex_wait(std::atomic<uint32_t>& word, uint32_t expected, uint64_t timeout_ns) {

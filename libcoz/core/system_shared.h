@@ -119,8 +119,14 @@ void unmap_system_shared(SystemShared* shared);
 /// Takes a slot for process `pid`; nullptr when every slot is taken.
 ProcessSlot* register_process(SystemShared& shared, int pid);
 
+/// What became of process `pid`: running; ended by an exit of its own (a
+/// zombie whose status says so: `_exit` writes no last records); or killed,
+/// or gone without a trace (reaped: what ended it is unknown).
+enum class ProcessFate { Running, Exited, Killed };
+ProcessFate process_fate(int pid);
+
 /// Whether process `pid` is still running (not gone, not a zombie).
-bool process_alive(int pid);
+inline bool process_alive(int pid) { return process_fate(pid) == ProcessFate::Running; }
 
 /// Waits on `word` while it holds `expected`, at most `timeout_ns` (a futex
 /// shared between processes).

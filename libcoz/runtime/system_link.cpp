@@ -158,7 +158,13 @@ bool SystemLink::followers_settled() {
     if (slot.state.load(std::memory_order_acquire) != ProcessSlot::Live) continue;
     int32_t pid = slot.pid.load(std::memory_order_relaxed);
     if (pid == me || slot.settled_seq.load(std::memory_order_acquire) == seq) continue;
-    if (!process_alive(pid)) {
+    ProcessFate fate = process_fate(pid);
+    if (fate == ProcessFate::Exited) {  // by _exit, which runs no exit handler: it just left
+      uint32_t live = ProcessSlot::Live;
+      slot.state.compare_exchange_strong(live, ProcessSlot::Exited, std::memory_order_acq_rel);
+      continue;
+    }
+    if (fate == ProcessFate::Killed) {
       uint32_t live = ProcessSlot::Live;
       if (slot.state.compare_exchange_strong(live, ProcessSlot::Dead, std::memory_order_acq_rel)) {
         shared_.deaths.fetch_add(1, std::memory_order_acq_rel);

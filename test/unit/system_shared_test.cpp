@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <cstdlib>
 #include <string>
 
@@ -120,16 +122,27 @@ TEST_F(SystemSharedTest, AnExecdImageTakesOverItsPidsSlot) {
   unmap_system_shared(shared);
 }
 
-TEST_F(SystemSharedTest, AProcessIsAliveUntilReaped) {
-  EXPECT_TRUE(process_alive(getpid()));
-  pid_t child = fork();
-  if (child == 0) _exit(0);
-  // A zombie is not alive: its threads pay nothing any more.
-  for (int i = 0; i < 200 && process_alive(child); ++i) usleep(5000);
-  EXPECT_FALSE(process_alive(child));
+TEST_F(SystemSharedTest, AProcessesFateTellsAnExitFromAKill) {
+  EXPECT_EQ(process_fate(getpid()), ProcessFate::Running);
+  auto zombie_fate = [](pid_t child) {
+    for (int i = 0; i < 400 && process_fate(child) == ProcessFate::Running; ++i) usleep(5000);
+    return process_fate(child);
+  };
+  pid_t exited = fork();
+  if (exited == 0) _exit(3);  // no exit handler runs: the runtime writes nothing, yet it just left
+  EXPECT_EQ(zombie_fate(exited), ProcessFate::Exited);
+  pid_t killed = fork();
+  if (killed == 0) {
+    for (;;) pause();
+  }
+  kill(killed, SIGKILL);
+  EXPECT_EQ(zombie_fate(killed), ProcessFate::Killed);
   int status;
-  waitpid(child, &status, 0);
-  EXPECT_FALSE(process_alive(child));
+  waitpid(exited, &status, 0);
+  waitpid(killed, &status, 0);
+  // Reaped: what ended it cannot be told any more.
+  EXPECT_EQ(process_fate(exited), ProcessFate::Killed);
+  EXPECT_FALSE(process_alive(killed));
 }
 
 // Two processes, two ledgers, one set of counts: a sample credited in the
