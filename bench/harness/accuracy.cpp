@@ -63,7 +63,7 @@ Section measure_accuracy(const Config& config) {
   section.title = "Accuracy: predicted vs real program speedup, line sped up by 50%";
   section.load_before = load_average();
   section.table.header = {"program (structure)", "line",     "predicted @50%", "actual", "error (points)",
-                          "experiments 50%+0%",  "plain base / variant", "target", "result"};
+                          "experiments 50%+0%",  "plain base / variant", "target", "result", "per process @50%"};
 
   const std::string scratch = config.scratch + "/accuracy";
   std::filesystem::create_directories(scratch);
@@ -76,9 +76,12 @@ Section measure_accuracy(const Config& config) {
     std::map<std::string, std::vector<double>> values;  // binary -> metric per run
     std::map<std::string, std::string> run_errors;
     std::vector<std::string> profiles;
+    std::vector<std::string> per_process_profiles;  // a --system program's, profiled without it too
     for (const LineCase& c : program.lines) {
       profiles.push_back(scratch + "/" + program.name + "." + c.marker + ".coz");
+      per_process_profiles.push_back(scratch + "/" + program.name + "." + c.marker + ".per-process.coz");
       std::filesystem::remove(profiles.back());
+      std::filesystem::remove(per_process_profiles.back());
     }
 
     for (int round = 0; round < config.truth_rounds; ++round) {
@@ -93,11 +96,16 @@ Section measure_accuracy(const Config& config) {
       if (round >= config.profile_runs) continue;
       for (size_t i = 0; i < program.lines.size(); ++i) {
         const std::string line = marked_line(program, program.lines[i].marker);
-        std::vector<std::string> argv = {config.coz, "run", "-o", profiles[i], "--fixed-line", line,
-                                         "--fixed-speedup", "50", "---", config.programs + "/" + program.name};
-        argv.insert(argv.end(), args.begin(), args.end());
-        const RunResult r = run_process(argv, measured(config, 3 * config.run_s));
-        if (!r.ok()) run_errors["coz:" + program.lines[i].marker] = r.describe();
+        auto profile_line = [&](const std::string& profile, bool system, const std::string& key) {
+          std::vector<std::string> argv = {config.coz, "run", "-o", profile, "--fixed-line", line,
+                                           "--fixed-speedup", "50", "---", config.programs + "/" + program.name};
+          if (system) argv.insert(argv.begin() + 2, "--system");
+          argv.insert(argv.end(), args.begin(), args.end());
+          const RunResult r = run_process(argv, measured(config, 3 * config.run_s));
+          if (!r.ok()) run_errors[key] = r.describe();
+        };
+        profile_line(profiles[i], program.system, "coz:" + program.lines[i].marker);
+        if (program.system) profile_line(per_process_profiles[i], false, "coz per process:" + program.lines[i].marker);
       }
     }
 
@@ -108,6 +116,12 @@ Section measure_accuracy(const Config& config) {
       const double fast = median(values[c.variant]);
       const double actual = (base - fast) / base;
       const Prediction p = predict(config, program, line, profiles[i]);
+      std::string per_process = "-";
+      if (program.system) {
+        const Prediction pp = predict(config, program, line, per_process_profiles[i]);
+        per_process = std::isnan(pp.speedup) ? "none (" + pp.error + ")"
+                                             : fmt::format("{} (error {:+.1f})", percent(pp.speedup), 100.0 * (pp.speedup - actual));
+      }
       const double error = 100.0 * (p.speedup - actual);
       const double target = c.no_effect ? kNoEffectTargetPoints : kTargetPoints;
       const bool pass = std::fabs(error) <= target;
@@ -133,6 +147,7 @@ Section measure_accuracy(const Config& config) {
           fmt::format("{} / {} {}", fixed(base, 3), fixed(fast, 3), unit),
           fmt::format("±{:.0f}", target),
           result,
+          per_process,
       });
     }
   }
@@ -155,6 +170,8 @@ Section measure_accuracy(const Config& config) {
                   "the program reports it. Each run is scaled to ~{:.1f} s plain.",
                   config.truth_rounds, config.run_s),
       "target: |error| <= 5 points for every row, <= 3 points for lines designed to have no effect.",
+      "per process: the programs of several processes (proc_*) are profiled with `coz run --system` (one experiment "
+      "across their processes); this column is the same profile taken without it, each process experimenting on its own.",
       fmt::format("{} of {} rows missed.", failures, section.table.rows.size()),
   };
   return section;

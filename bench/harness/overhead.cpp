@@ -117,6 +117,8 @@ Section measure_overhead(const Config& config) {
           case kCozFull: argv = {config.coz_profiler, "run", "---", binary3}; break;
           default: break;
         }
+        // A program of several processes is profiled as one (accuracy.cpp).
+        if (program.system && (mode == kOursSampling || mode == kOursFull)) argv.insert(argv.begin() + 2, "--system");
         argv.insert(argv.end(), args.begin(), args.end());
         // coz-profiler writes profile.coz into its working directory.
         const RunResult r = run_process(argv, measured(config, 3 * config.overhead_run_s, dir));

@@ -28,6 +28,7 @@ struct BenchProgram {
   std::string metric;  // what the program prints on stderr: "elapsed" (s) or "mean_latency" (ms)
   std::string point;   // progress point name, or "@MARKER" for an unnamed COZ_PROGRESS at that line
   std::vector<LineCase> lines;
+  bool system = false;  // run under `coz run --system` (one experiment across the program's processes)
 };
 
 const std::vector<BenchProgram>& suite();

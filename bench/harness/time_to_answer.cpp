@@ -272,7 +272,8 @@ Section measure_time_to_answer(const Config& config) {
   int vs_before_met = 0, vs_coz_met = 0, rows = 0;
 
   for (const BenchProgram& program : suite()) {
-    if (!included(config, program) || program.lines.empty()) continue;
+    // Not the programs of several processes: coz-profiler, the yardstick here, has no system mode.
+    if (!included(config, program) || program.lines.empty() || program.system) continue;
     progress(fmt::format("time to answer: {}: real speedups", program.name));
     const std::optional<Truth> truth = truth_of(config, program);
     if (!truth) continue;

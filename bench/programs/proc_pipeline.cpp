@@ -1,0 +1,170 @@
+// proc_pipeline: a three-stage pipeline of PROCESSES joined by pipes
+// (issue #17, whole-system mode). The parent is stage A: it runs
+// produce_work (0.2 ms) per item and writes an 8-byte record into pipe 1;
+// forked stage B reads it, runs transform_work (0.5 ms) and writes into
+// pipe 2; forked stage C reads it, runs consume_work (0.1 ms) and counts a
+// COZ_PROGRESS. The stages overlap, so an item takes as long as the slowest
+// stage, B. Each pipe holds one page (512 records): with the default 64 KiB
+// A would run through all its items at once, crowding B off a core.
+// Halving transform_work would save half of B's 0.5 ms, but the three
+// stages then need 0.55 ms of CPU an item on two cores (0.275 ms an item,
+// more than B's 0.25): it saves ~40%, not 50%. Halving consume_work changes
+// nothing: C idles most of each item.
+// Measured (time saved, median of 3 alternated pairs, variant/base wall
+// 0.61 and 0.99 on the 2-core VM): transform_work ~40%, consume_work ~1%.
+//
+// Variants: -DHALVE_TRANSFORM_WORK (real ~40%), -DHALVE_CONSUME_WORK (~0%).
+// Usage: proc_pipeline [-n ITEMS] [--exit-status N]; default ~3.5 s.
+#include <coz.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+
+#include "program_common.h"
+
+namespace {
+
+using coz_programs::kStepsPerMs;
+
+constexpr uint64_t kProduceSteps = kStepsPerMs * 2 / 10;
+#ifdef HALVE_TRANSFORM_WORK
+constexpr uint64_t kTransformSteps = kStepsPerMs * 25 / 100;
+#else
+constexpr uint64_t kTransformSteps = kStepsPerMs * 5 / 10;
+#endif
+#ifdef HALVE_CONSUME_WORK
+constexpr uint64_t kConsumeSteps = kStepsPerMs / 20;
+#else
+constexpr uint64_t kConsumeSteps = kStepsPerMs / 10;
+#endif
+// Times above are in kStepsPerMs's reference ms; the 2-core bench VM runs
+// ~1.5x slower, so an item takes ~0.8 ms there: ~3.5 s.
+constexpr uint64_t kDefaultItems = 4'500;
+
+volatile uint64_t g_seed = 0x1234;
+volatile uint64_t g_sink = 0;  // keeps stage C's work from being optimised away
+
+__attribute__((noinline)) uint64_t produce_work(uint64_t x, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ULL + i;  // @line:produce_work
+  return x;
+}
+
+__attribute__((noinline)) uint64_t transform_work(uint64_t x, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) x = (x ^ (x >> 31)) * 0x94d049bb133111ebULL + i;  // @line:transform_work
+  return x;
+}
+
+__attribute__((noinline)) uint64_t consume_work(uint64_t x, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) x = (x ^ (x >> 30)) * 0xd6e8feb86659fd93ULL + i;  // @line:consume_work
+  return x;
+}
+
+// _exit, not exit: a forked child must not flush the parent's stdio buffers.
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::perror(what);
+    _exit(1);
+  }
+}
+
+// One 8-byte record: true, or false at end of file. Retries EINTR (the
+// profiler's signals may interrupt a blocked read) and short reads.
+bool read_record(int fd, uint64_t& value) {
+  char* p = reinterpret_cast<char*>(&value);
+  size_t got = 0;
+  while (got < sizeof value) {
+    const ssize_t r = read(fd, p + got, sizeof value - got);
+    if (r < 0 && errno == EINTR) continue;
+    check(r >= 0, "read");
+    if (r == 0) {
+      check(got == 0, "read: record cut short");
+      return false;
+    }
+    got += size_t(r);
+  }
+  return true;
+}
+
+void write_record(int fd, uint64_t value) {
+  ssize_t r;
+  do r = write(fd, &value, sizeof value);
+  while (r < 0 && errno == EINTR);
+  check(r == sizeof value, "write");
+}
+
+// Waits for the child `pid`; a child that failed fails the program.
+void reap(pid_t pid, const char* who) {
+  int status;
+  pid_t r;
+  do r = waitpid(pid, &status, 0);
+  while (r < 0 && errno == EINTR);
+  check(r == pid, "waitpid");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "proc_pipeline: the %s process failed (wait status %d)\n", who, status);
+    _exit(1);
+  }
+}
+
+// Each stage ends when its input reaches end of file, which closes its
+// output and so ends the next stage.
+[[noreturn]] void transform_stage(int in, int out) {
+  for (uint64_t item; read_record(in, item);) write_record(out, transform_work(item, kTransformSteps));
+  _exit(0);
+}
+
+[[noreturn]] void consume_stage(int in) {
+  uint64_t sum = 0;
+  for (uint64_t item; read_record(in, item);) {
+    sum = consume_work(sum + item, kConsumeSteps);
+    COZ_PROGRESS_NAMED("item done");  // @line:item_done
+  }
+  g_sink = sum;
+  _exit(0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const coz_programs::Args args = coz_programs::parse_args(argc, argv, kDefaultItems);
+  const coz_programs::Stopwatch stopwatch;
+
+  int first[2], second[2];  // A -> B, B -> C
+  check(pipe(first) == 0 && pipe(second) == 0, "pipe");
+  check(fcntl(first[1], F_SETPIPE_SZ, 4096) >= 0 && fcntl(second[1], F_SETPIPE_SZ, 4096) >= 0, "F_SETPIPE_SZ");
+  const pid_t transform = fork();
+  check(transform >= 0, "fork");
+  if (transform == 0) {
+    close(first[1]);
+    close(second[0]);
+    transform_stage(first[0], second[1]);
+  }
+  const pid_t consume = fork();
+  check(consume >= 0, "fork");
+  if (consume == 0) {
+    close(first[0]);
+    close(first[1]);
+    close(second[1]);
+    consume_stage(second[0]);
+  }
+  close(first[0]);
+  close(second[0]);
+  close(second[1]);
+
+  uint64_t x = g_seed;
+  for (uint64_t i = 0; i < args.n; ++i) {
+    x = produce_work(x + i, kProduceSteps);
+    write_record(first[1], x);
+  }
+  close(first[1]);
+  reap(transform, "transform");
+  reap(consume, "consume");
+
+  std::printf("proc_pipeline items=%llu checksum=%016llx\n", static_cast<unsigned long long>(args.n),
+              static_cast<unsigned long long>(x));
+  std::fprintf(stderr, "proc_pipeline: elapsed=%.3f s\n", stopwatch.seconds());
+  return args.exit_status;
+}
