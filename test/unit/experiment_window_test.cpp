@@ -19,7 +19,7 @@ void visit(ProgressCounter& c, uint64_t n) {
 void one_in_flight(ProgressPoint& p, double wall_ns) {
   p.kind = ProgressPoint::Kind::Latency;
   open_window(p);
-  visit(p.begin, 1);
+  visit(*p.begin, 1);
   poll_window(p, wall_ns);
 }
 
@@ -32,9 +32,9 @@ TEST(ExperimentWindow, EffectiveDurationIsWallTimeLessPauses) {
 TEST(ExperimentWindow, ThroughputCountsTheVisitsSinceItOpened) {
   ProgressPoint p;
   p.name = "requests";
-  visit(p.begin, 100);  // before the experiment
+  visit(*p.begin, 100);  // before the experiment
   open_window(p);
-  visit(p.begin, 42);
+  visit(*p.begin, 42);
   poll_window(p, 5.0 * ms);  // a throughput point has nothing in flight
   PointResult r = close_window(p, 30 * ms, 50 * ms);
   EXPECT_EQ(r.name, "requests");
@@ -49,11 +49,11 @@ TEST(ExperimentWindow, ThroughputCountsTheVisitsSinceItOpened) {
 TEST(ExperimentWindow, LatencyCountsArrivalsDeparturesAndWhatIsInFlight) {
   ProgressPoint p;
   p.kind = ProgressPoint::Kind::Latency;
-  visit(p.begin, 10);
-  visit(p.end, 8);  // 2 in flight before the experiment
+  visit(*p.begin, 10);
+  visit(*p.end, 8);  // 2 in flight before the experiment
   open_window(p);
-  visit(p.begin, 5);
-  visit(p.end, 4);
+  visit(*p.begin, 5);
+  visit(*p.end, 4);
   PointResult r = close_window(p, 40 * ms, 40 * ms);
   EXPECT_TRUE(r.latency);
   EXPECT_EQ(r.arrivals, 5u);
@@ -65,7 +65,7 @@ TEST(ExperimentWindow, MeanInFlightIsOverEffectiveTimeLessWhatThePausesHeld) {
   ProgressPoint p;
   p.kind = ProgressPoint::Kind::Latency;
   open_window(p);
-  visit(p.begin, 4);  // 4 in flight for the whole experiment
+  visit(*p.begin, 4);  // 4 in flight for the whole experiment
   poll_window(p, 50.0 * ms);
   // Pauses of 10 ms in all were credited while 4 requests were in flight:
   // that time does not exist in the sped-up program.
@@ -81,7 +81,7 @@ TEST(ExperimentWindow, CreditsOutsideTheWindowDoNotCount) {
   p.in_flight_wall_sum = 123.0;     // likewise
   open_window(p);
   EXPECT_EQ(p.in_flight_wall_sum, 0.0);
-  visit(p.begin, 1);
+  visit(*p.begin, 1);
   poll_window(p, 20.0 * ms);
   PointResult r = close_window(p, 20 * ms, 20 * ms);
   EXPECT_DOUBLE_EQ(r.mean_in_flight, 1.0);
