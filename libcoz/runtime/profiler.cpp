@@ -185,12 +185,21 @@ void Profiler::run_in_system() {
 bool Profiler::choose_in_system(ExperimentChoice& choice) {
   auto stop = [&] { return stopping_.load(std::memory_order_acquire) || program_gone(); };
   const bool fixed = !rt_.config.fixed_line.empty();
+  // A --fixed-line no process has code at yet: said once (a library loaded
+  // later, or a program started later, may still have it).
+  constexpr uint64_t fixed_line_patience_ns = 1'000'000'000;
+  const uint64_t warn_at = sys::monotonic_ns() + fixed_line_patience_ns;
   while (!stop()) {
     drain_unsignalled_rings(rt_);
     system_->publish_samples();
     std::optional<std::string> name;
     if (fixed) {
       if (std::string n = system_->fixed_line_name(); !n.empty()) name = std::move(n);
+      else if (!warned_fixed_line_ && sys::monotonic_ns() >= warn_at) {
+        log::warn("--fixed-line {}: no process of the run has code at that line yet: no experiment runs until one has",
+                  rt_.config.fixed_line);
+        warned_fixed_line_ = true;
+      }
     } else {
       name = system_->choose(scheduler_);
     }
@@ -497,6 +506,9 @@ bool Profiler::drain_debts(uint64_t length_ns) {
     // `coz run --system`: and every other process's threads (each follower settles its own).
     return settled && (!system_ || system_->followers_settled());
   };
+  // Another process's threads may owe more than this one's: at most every
+  // delay credited in the experiment.
+  if (system_) largest_debt = std::max(largest_debt, rt_.ledger.global() - running_.start_global);
   constexpr uint64_t step_ns = 100'000;
   const uint64_t longest_wait = 2 * rt_.config.sample_period_ns + std::min(largest_debt, length_ns);
   return wait_unless_stopping(longest_wait, step_ns, true, all_settled);

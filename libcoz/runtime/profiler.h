@@ -109,6 +109,7 @@ class Profiler {
 
   Runtime& rt_;
   std::unique_ptr<SystemLink> system_;  // `coz run --system` only
+  bool warned_fixed_line_ = false;      // choose_in_system
   ExperimentScheduler scheduler_;
   FutexLock lock_;  // guards running_ and the writing of records against shutdown() from the exiting thread
   std::atomic<bool> shutdown_requested_{false};  // by shutdown_from_signal

@@ -33,6 +33,11 @@ bool read_selection(const SystemShared& shared, uint32_t seq, std::string& name)
 
 }  // namespace
 
+SystemLink::SystemLink(Runtime& rt) : rt_(rt), shared_(*rt.system) {
+  FutexGuard guard(rt_.lines_lock);
+  for (const SourceLine& line : rt_.lines.lines()) published_.push_back(line.samples.load(std::memory_order_relaxed));
+}
+
 bool SystemLink::lead() {
   const int32_t me = sys::getpid();
   int32_t current = shared_.leader.load(std::memory_order_acquire);
@@ -103,7 +108,7 @@ std::optional<std::string> SystemLink::choose(ExperimentScheduler& scheduler) {
 }
 
 std::string SystemLink::fixed_line_name() {
-  if (!shared_.fixed_line_ready.load(std::memory_order_acquire)) return "";
+  if (shared_.fixed_line_ready.load(std::memory_order_acquire) != 2) return "";  // none yet, or being written
   return shared_.fixed_line;
 }
 

@@ -26,7 +26,8 @@ namespace coz {
 
 class SystemLink {
  public:
-  explicit SystemLink(Runtime& rt) : rt_(rt), shared_(*rt.system) {}
+  /// The samples taken so far are not published (in a forked child, they are the parent's).
+  explicit SystemLink(Runtime& rt);
 
   /// Whether this process leads now: it did, or takes the lead because none
   /// has it or its leader is gone (a dead leader's experiment is ended first).
