@@ -1,19 +1,24 @@
 // proc_pipeline: a three-stage pipeline of PROCESSES joined by pipes
 // (issue #17, whole-system mode). The parent is stage A: it runs
-// produce_work (0.2 ms) per item and writes an 8-byte record into pipe 1;
+// produce_work (0.1 ms) per item and writes an 8-byte record into pipe 1;
 // forked stage B reads it, runs transform_work (0.5 ms) and writes into
-// pipe 2; forked stage C reads it, runs consume_work (0.1 ms) and counts a
+// pipe 2; forked stage C reads it, runs consume_work (0.05 ms) and counts a
 // COZ_PROGRESS. The stages overlap, so an item takes as long as the slowest
 // stage, B. Each pipe holds one page (512 records): with the default 64 KiB
 // A would run through all its items at once, crowding B off a core.
-// Halving transform_work would save half of B's 0.5 ms, but the three
-// stages then need 0.55 ms of CPU an item on two cores (0.275 ms an item,
-// more than B's 0.25): it saves ~40%, not 50%. Halving consume_work changes
-// nothing: C idles most of each item.
-// Measured (time saved, median of 3 alternated pairs, variant/base wall
-// 0.61 and 0.99 on the 2-core VM): transform_work ~40%, consume_work ~1%.
+// The three stages need 0.65 ms of CPU an item, 0.4 once B's work is halved:
+// under the two cores either way (0.5 and 0.25 ms an item), so the stage
+// times, not the CPU, set the pace. Halving transform_work saves half of
+// B's time (50%); halving consume_work changes nothing (C idles most of
+// each item). (A first design, 0.2 / 0.5 / 0.1 ms, needed more than two
+// cores once B was halved: there, a line's real effect is partly the CPU it
+// frees for the other processes, which no virtual speedup can emulate; see
+// bench/RESULTS.md.)
 //
-// Variants: -DHALVE_TRANSFORM_WORK (real ~40%), -DHALVE_CONSUME_WORK (~0%).
+// Measured (time saved, variant/base wall, medians of 3-5 alternated pairs
+// on the 2-core VM): transform_work 48.5% (0.515), consume_work -1% (1.010).
+//
+// Variants: -DHALVE_TRANSFORM_WORK (real ~50%), -DHALVE_CONSUME_WORK (~0%).
 // Usage: proc_pipeline [-n ITEMS] [--exit-status N]; default ~3.5 s.
 #include <coz.h>
 #include <fcntl.h>
@@ -30,16 +35,16 @@ namespace {
 
 using coz_programs::kStepsPerMs;
 
-constexpr uint64_t kProduceSteps = kStepsPerMs * 2 / 10;
+constexpr uint64_t kProduceSteps = kStepsPerMs / 10;
 #ifdef HALVE_TRANSFORM_WORK
 constexpr uint64_t kTransformSteps = kStepsPerMs * 25 / 100;
 #else
 constexpr uint64_t kTransformSteps = kStepsPerMs * 5 / 10;
 #endif
 #ifdef HALVE_CONSUME_WORK
-constexpr uint64_t kConsumeSteps = kStepsPerMs / 20;
+constexpr uint64_t kConsumeSteps = kStepsPerMs / 40;
 #else
-constexpr uint64_t kConsumeSteps = kStepsPerMs / 10;
+constexpr uint64_t kConsumeSteps = kStepsPerMs / 20;
 #endif
 // Times above are in kStepsPerMs's reference ms; the 2-core bench VM runs
 // ~1.5x slower, so an item takes ~0.8 ms there: ~3.5 s.

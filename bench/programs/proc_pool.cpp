@@ -2,17 +2,22 @@
 // system mode), fed accept-queue style: the parent runs dispatch_work
 // (0.1 ms) per item and writes an 8-byte record into one pipe that both
 // workers read (a record is written atomically, so each read takes one
-// whole item); a worker runs serve_work (0.8 ms) and writes the result into
-// a second pipe, back to the parent, which counts a COZ_PROGRESS per served
-// item and keeps at most 4 items in flight. The two workers alone would
-// serve an item every 0.4 ms, but with the parent's 0.1 ms the pool needs
-// 0.9 ms of CPU an item on two cores: an item takes ~0.45 ms, and both lines
-// count by their CPU time. Halving serve_work leaves 0.5 ms of CPU an item
-// (0.25 ms, 44% saved); halving dispatch_work 0.85 ms (5.6% saved).
-// Measured (time saved, median of 3 alternated pairs, variant/base wall
-// 0.562 and 0.946 on the 2-core VM): serve_work 43.8%, dispatch_work 5.4%.
+// whole item); a worker runs serve_work (0.4 ms), then waits 0.5 ms for a
+// backend (a sleep: a database, a disk), and writes the result into a
+// second pipe, back to the parent, which counts a COZ_PROGRESS per served
+// item and keeps at most 4 items in flight. Each worker takes ~0.9-1.1 ms
+// an item, the pool half that; the parent's 0.1 ms is not in the way, and
+// the whole needs ~1.3 cores. Halving serve_work saves 0.2 of each worker's
+// ~0.9-1.1 ms (~20-27% on this VM, whose ms of work are ~1.5 reference
+// ms); halving dispatch_work saves nothing. (A first design, 0.8 ms of work
+// and no backend, needed more than two cores: there, halving dispatch_work
+// freed CPU for the workers, +6% for real, which no virtual speedup can
+// emulate; see bench/RESULTS.md.)
 //
-// Variants: -DHALVE_SERVE_WORK (real ~44%), -DHALVE_DISPATCH_WORK (~5.5%).
+// Measured (time saved, variant/base wall, medians of 3-5 alternated pairs
+// on the 2-core VM): serve_work 27.5% (0.725), dispatch_work 0% (1.004).
+//
+// Variants: -DHALVE_SERVE_WORK (real ~27%), -DHALVE_DISPATCH_WORK (~0%).
 // Usage: proc_pool [-n ITEMS] [--exit-status N]; default ~3.5 s.
 #include <coz.h>
 #include <sys/wait.h>
@@ -21,6 +26,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 
 #include "program_common.h"
 
@@ -34,14 +40,15 @@ constexpr uint64_t kDispatchSteps = kStepsPerMs / 20;
 constexpr uint64_t kDispatchSteps = kStepsPerMs / 10;
 #endif
 #ifdef HALVE_SERVE_WORK
-constexpr uint64_t kServeSteps = kStepsPerMs * 4 / 10;
+constexpr uint64_t kServeSteps = kStepsPerMs * 2 / 10;
 #else
-constexpr uint64_t kServeSteps = kStepsPerMs * 8 / 10;
+constexpr uint64_t kServeSteps = kStepsPerMs * 4 / 10;
 #endif
+constexpr long kBackendWaitNs = 500'000;  // real time, whatever the machine's speed
 constexpr int kWorkers = 2;
 constexpr uint64_t kMaxInFlight = 4;
 // Times above are in kStepsPerMs's reference ms; the 2-core bench VM runs
-// ~1.5x slower, so an item takes ~0.67 ms there: ~3.5 s.
+// ~1.5x slower, so an item takes ~0.55 ms there: ~3 s.
 constexpr uint64_t kDefaultItems = 5'300;
 
 volatile uint64_t g_seed = 0x1234;
@@ -98,7 +105,13 @@ void reap(pid_t pid) {
 
 // Serves items until the parent closes the work pipe.
 [[noreturn]] void worker(int work, int done) {
-  for (uint64_t item; read_record(work, item);) write_record(done, serve_work(item, kServeSteps));
+  for (uint64_t item; read_record(work, item);) {
+    uint64_t result = serve_work(item, kServeSteps);
+    timespec backend{0, kBackendWaitNs};
+    while (nanosleep(&backend, &backend) != 0 && errno == EINTR) {
+    }
+    write_record(done, result);
+  }
   _exit(0);
 }
 
