@@ -34,6 +34,7 @@ enum class WakeKind : uint32_t {
   Signal,      // a signal to `target`, a thread id, or 0 for any thread of the process
   RingSubmit,  // io_uring_enter submitting on `target`, the ring's descriptor
   Unlock,      // flock/fcntl unlock on `target`, a descriptor
+  Read,        // read/recv* on `target`, a descriptor: makes room for a writer blocked on a full pipe or socket
 };
 
 struct WakeRecord {

@@ -97,7 +97,10 @@ bool WaitedChannel::reached_by(const WakeRecord& record) const {
       return w != fd_ && fstat(w, &st) == 0 && S_ISFIFO(st.st_mode) && st.st_dev == dev_ && st.st_ino == ino_;
     }
     case Type::Socket: {
-      if (w == fd_ || (record.kind != WakeKind::Write && record.kind != WakeKind::Connect)) return false;
+      if (w == fd_ || (record.kind != WakeKind::Write && record.kind != WakeKind::Connect &&
+                       record.kind != WakeKind::Read)) {
+        return false;
+      }
       sockaddr_storage local{};
       socklen_t local_len = sizeof local;
       if (getsockname(w, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) return false;

@@ -39,10 +39,22 @@ using coz::real::functions;
 
 namespace {
 
-/// Ends a wait on one descriptor: claims a wake that reached it.
+/// Ends a wait on one descriptor for data (or a connection): claims a wake
+/// that reached it. Not another reader's read, which ends no such wait.
 void done_on(KernelWait& wait, int fd) {
   wait.done([&, channel = std::optional<WaitedChannel>()](const WakeRecord& record) mutable {
+    if (record.kind == WakeKind::Read) return false;
     if (!channel) channel.emplace(fd);  // looked up once, and only if there is a record to check
+    return channel->reached_by(record);
+  });
+}
+
+/// Ends a write, which blocks while the pipe or socket is full: claims the
+/// read at the other end that made room.
+void done_writing(KernelWait& wait, int fd) {
+  wait.done([&, channel = std::optional<WaitedChannel>()](const WakeRecord& record) mutable {
+    if (record.kind != WakeKind::Read) return false;
+    if (!channel) channel.emplace(fd);
     return channel->reached_by(record);
   });
 }
@@ -59,6 +71,7 @@ class ReadySet {
   void done(KernelWait& wait) {
     if (count_ == 0) return wait.done_from_outside();
     wait.done([&](const WakeRecord& record) {
+      if (record.kind == WakeKind::Read) return false;  // readiness to read, not room to write
       for (int i = 0; i < count_; ++i) {
         if (!channels_[i]) channels_[i].emplace(fds_[i]);
         if (channels_[i]->reached_by(record)) return true;
@@ -134,8 +147,11 @@ extern "C" {
 
 // ---- reads: woken by a write from a thread of the program, or from outside ----
 
-/// Woken by a write to this descriptor (claims the writer's credit) or from outside (pays).
+/// Woken by a write to this descriptor (claims the writer's credit) or from
+/// outside (pays). A read also makes room for a writer blocked on a full
+/// pipe or socket: it leaves its credit first, as a write does.
 ssize_t read(int fd, void* buf, size_t count) {
+  wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().read(fd, buf, count);
   done_on(w, fd);
@@ -144,6 +160,7 @@ ssize_t read(int fd, void* buf, size_t count) {
 
 /// As read (-D_FORTIFY_SOURCE builds call this one).
 ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen) {
+  wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().__read_chk(fd, buf, count, buflen);
   done_on(w, fd);
@@ -152,6 +169,7 @@ ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen) {
 
 /// As read.
 ssize_t readv(int fd, const struct iovec* iov, int iovcnt) {
+  wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().readv(fd, iov, iovcnt);
   done_on(w, fd);
@@ -160,6 +178,7 @@ ssize_t readv(int fd, const struct iovec* iov, int iovcnt) {
 
 /// As read.
 ssize_t recv(int fd, void* buf, size_t len, int flags) {
+  wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().recv(fd, buf, len, flags);
   done_on(w, fd);
@@ -168,6 +187,7 @@ ssize_t recv(int fd, void* buf, size_t len, int flags) {
 
 /// As read.
 ssize_t __recv_chk(int fd, void* buf, size_t len, size_t buflen, int flags) {
+  wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().__recv_chk(fd, buf, len, buflen, flags);
   done_on(w, fd);
@@ -176,6 +196,7 @@ ssize_t __recv_chk(int fd, void* buf, size_t len, size_t buflen, int flags) {
 
 /// As read.
 ssize_t recvfrom(int fd, void* buf, size_t len, int flags, struct sockaddr* from, socklen_t* from_len) {
+  wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().recvfrom(fd, buf, len, flags, from, from_len);
   done_on(w, fd);
@@ -185,6 +206,7 @@ ssize_t recvfrom(int fd, void* buf, size_t len, int flags, struct sockaddr* from
 /// As read.
 ssize_t __recvfrom_chk(int fd, void* buf, size_t len, size_t buflen, int flags, struct sockaddr* from,
                        socklen_t* from_len) {
+  wake_through_kernel(WakeKind::Read, fd);
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().__recvfrom_chk(fd, buf, len, buflen, flags, from, from_len);
   done_on(w, fd);
@@ -193,6 +215,7 @@ ssize_t __recvfrom_chk(int fd, void* buf, size_t len, size_t buflen, int flags, 
 
 /// As read.
 ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
+  wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().recvmsg(fd, msg, flags);
   done_on(w, fd);
@@ -201,6 +224,7 @@ ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
 
 /// As read.
 int recvmmsg(int fd, struct mmsghdr* vec, unsigned int vlen, int flags, struct timespec* timeout) {
+  wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
   KernelWait w(WaitKind::Io);
   int ret = functions().recvmmsg(fd, vec, vlen, flags, timeout);
   done_on(w, fd);
@@ -318,34 +342,52 @@ int pselect(int nfds, fd_set* read, fd_set* write, fd_set* except, const struct 
 
 // ---- writes: wake whoever reads the other end ----------------------------------------
 
-/// May wake a reader of this descriptor: pay first, leave the credit.
+/// May wake a reader of this descriptor: pay first, leave the credit. Then
+/// a wait: a full pipe or socket blocks it until a reader makes room
+/// (WakeKind::Read), whose credit it claims; without one, it pays what
+/// accrued meanwhile, as a running thread would.
 ssize_t write(int fd, const void* buf, size_t count) {
   wake_through_kernel(WakeKind::Write, fd);
-  return functions().write(fd, buf, count);
+  KernelWait w(WaitKind::Io, KernelWait::Timing::Untimed);
+  ssize_t ret = functions().write(fd, buf, count);
+  done_writing(w, fd);
+  return ret;
 }
 
 /// As write.
 ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
   wake_through_kernel(WakeKind::Write, fd);
-  return functions().writev(fd, iov, iovcnt);
+  KernelWait w(WaitKind::Io, KernelWait::Timing::Untimed);
+  ssize_t ret = functions().writev(fd, iov, iovcnt);
+  done_writing(w, fd);
+  return ret;
 }
 
 /// As write.
 ssize_t send(int fd, const void* buf, size_t len, int flags) {
   wake_through_kernel(WakeKind::Write, fd);
-  return functions().send(fd, buf, len, flags);
+  KernelWait w(WaitKind::Io, KernelWait::Timing::Untimed);
+  ssize_t ret = functions().send(fd, buf, len, flags);
+  done_writing(w, fd);
+  return ret;
 }
 
 /// As write.
 ssize_t sendto(int fd, const void* buf, size_t len, int flags, const struct sockaddr* to, socklen_t to_len) {
   wake_through_kernel(WakeKind::Write, fd);
-  return functions().sendto(fd, buf, len, flags, to, to_len);
+  KernelWait w(WaitKind::Io, KernelWait::Timing::Untimed);
+  ssize_t ret = functions().sendto(fd, buf, len, flags, to, to_len);
+  done_writing(w, fd);
+  return ret;
 }
 
 /// As write.
 ssize_t sendmsg(int fd, const struct msghdr* msg, int flags) {
   wake_through_kernel(WakeKind::Write, fd);
-  return functions().sendmsg(fd, msg, flags);
+  KernelWait w(WaitKind::Io, KernelWait::Timing::Untimed);
+  ssize_t ret = functions().sendmsg(fd, msg, flags);
+  done_writing(w, fd);
+  return ret;
 }
 
 /// As write.

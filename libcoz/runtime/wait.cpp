@@ -32,15 +32,18 @@ void Wait::done(bool woken_by_thread) {
   errno = saved;
 }
 
-KernelWait::KernelWait(WaitKind kind, const void* caller)
+KernelWait::KernelWait(WaitKind kind, Timing timing, const void* caller)
     : kind_(kind),
       caller_(caller),
-      start_(sys::monotonic_ns()),
+      start_(timing == Timing::Timed ? sys::monotonic_ns() : 0),
       since_(0),
       rt_(runtime()),
       thread_(current_thread()),
       board_(nullptr) {
-  if (!rt_ || !thread_ || in_runtime()) {
+  // Inside another wait of this thread (a signal handler's write, the
+  // self-pipe trick, while the thread blocks in poll): the outer wait
+  // decides; a nested one would overwrite what it noted.
+  if (!rt_ || !thread_ || in_runtime() || thread_->ledger.blocked.load(std::memory_order_acquire)) {
     rt_ = nullptr;
     thread_ = nullptr;
     return;
@@ -60,7 +63,7 @@ bool KernelWait::must_decide() const { return thread_ && rt_->ledger.accrued_whi
 
 void KernelWait::finish(std::optional<uint64_t> credit) {
   if (!thread_) return;
-  record_blocked(kind_, sys::monotonic_ns() - start_, caller_);
+  if (start_ != 0) record_blocked(kind_, sys::monotonic_ns() - start_, caller_);
   rt_->ledger.post_block_claim(thread_->ledger, credit);
 }
 
@@ -93,7 +96,8 @@ void wake_through_kernel(WakeKind kind, int target) {
   rt->wakes.post(kind, target, credit);
   // `coz run --system`: the woken thread may be another process's, which
   // knows the descriptor only by the kernel object behind it.
-  if (rt->system && (kind == WakeKind::Write || kind == WakeKind::Connect || kind == WakeKind::Unlock)) {
+  if (rt->system && (kind == WakeKind::Write || kind == WakeKind::Connect || kind == WakeKind::Unlock ||
+                     kind == WakeKind::Read)) {
     if (uint64_t channel = channel_id(target)) rt->system->wakes.post(kind, sys::getpid(), credit, channel);
   }
   errno = saved;

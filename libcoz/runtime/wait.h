@@ -48,8 +48,12 @@ class Wait {
 /// credit of the WakeBoard record that reached it, or pays.
 class KernelWait {
  public:
+  /// How long it blocked goes to the wait sites of the conventional profile
+  /// unless `Untimed` (a write, which almost never blocks: two clock reads
+  /// were most of what waiting added to every write).
+  enum class Timing { Timed, Untimed };
   /// `caller` as for Wait.
-  explicit KernelWait(WaitKind kind, const void* caller = __builtin_return_address(0));
+  explicit KernelWait(WaitKind kind, Timing timing = Timing::Timed, const void* caller = __builtin_return_address(0));
   /// Ends the wait. `reaches(const WakeRecord&)` says whether a record posted
   /// during the wait ended it; asked only when delays accrued meanwhile.
   template <typename Reaches>
@@ -89,7 +93,7 @@ class KernelWait {
 
   WaitKind kind_;
   const void* caller_;
-  uint64_t start_;
+  uint64_t start_;  // 0 when untimed
   uint64_t since_;
   uint64_t shared_since_ = 0;
   // Looked up once: every wrapped read and write comes through here. All
