@@ -29,11 +29,15 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "process_records.h"
 #include "program_common.h"
 
 namespace {
 
+using coz_programs::check;
 using coz_programs::kStepsPerMs;
+using coz_programs::read_record;
+using coz_programs::write_record;
 
 constexpr uint64_t kProduceSteps = kStepsPerMs / 10;
 #ifdef HALVE_TRANSFORM_WORK
@@ -66,52 +70,6 @@ __attribute__((noinline)) uint64_t transform_work(uint64_t x, uint64_t n) {
 __attribute__((noinline)) uint64_t consume_work(uint64_t x, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) x = (x ^ (x >> 30)) * 0xd6e8feb86659fd93ULL + i;  // @line:consume_work
   return x;
-}
-
-// _exit, not exit: a forked child must not flush the parent's stdio buffers.
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::perror(what);
-    _exit(1);
-  }
-}
-
-// One 8-byte record: true, or false at end of file. Retries EINTR (the
-// profiler's signals may interrupt a blocked read) and short reads.
-bool read_record(int fd, uint64_t& value) {
-  char* p = reinterpret_cast<char*>(&value);
-  size_t got = 0;
-  while (got < sizeof value) {
-    const ssize_t r = read(fd, p + got, sizeof value - got);
-    if (r < 0 && errno == EINTR) continue;
-    check(r >= 0, "read");
-    if (r == 0) {
-      check(got == 0, "read: record cut short");
-      return false;
-    }
-    got += size_t(r);
-  }
-  return true;
-}
-
-void write_record(int fd, uint64_t value) {
-  ssize_t r;
-  do r = write(fd, &value, sizeof value);
-  while (r < 0 && errno == EINTR);
-  check(r == sizeof value, "write");
-}
-
-// Waits for the child `pid`; a child that failed fails the program.
-void reap(pid_t pid, const char* who) {
-  int status;
-  pid_t r;
-  do r = waitpid(pid, &status, 0);
-  while (r < 0 && errno == EINTR);
-  check(r == pid, "waitpid");
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "proc_pipeline: the %s process failed (wait status %d)\n", who, status);
-    _exit(1);
-  }
 }
 
 // Each stage ends when its input reaches end of file, which closes its
@@ -165,8 +123,8 @@ int main(int argc, char** argv) {
     write_record(first[1], x);
   }
   close(first[1]);
-  reap(transform, "transform");
-  reap(consume, "consume");
+  coz_programs::reap("proc_pipeline", transform, "transform");
+  coz_programs::reap("proc_pipeline", consume, "consume");
 
   std::printf("proc_pipeline items=%llu checksum=%016llx\n", static_cast<unsigned long long>(args.n),
               static_cast<unsigned long long>(x));

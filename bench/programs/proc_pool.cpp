@@ -28,11 +28,15 @@
 #include <cstdio>
 #include <ctime>
 
+#include "process_records.h"
 #include "program_common.h"
 
 namespace {
 
+using coz_programs::check;
 using coz_programs::kStepsPerMs;
+using coz_programs::read_record;
+using coz_programs::write_record;
 
 #ifdef HALVE_DISPATCH_WORK
 constexpr uint64_t kDispatchSteps = kStepsPerMs / 20;
@@ -61,46 +65,6 @@ __attribute__((noinline)) uint64_t dispatch_work(uint64_t x, uint64_t n) {
 __attribute__((noinline)) uint64_t serve_work(uint64_t x, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) x = (x ^ (x >> 31)) * 0x94d049bb133111ebULL + i;  // @line:serve_work
   return x;
-}
-
-// _exit, not exit: a forked child must not flush the parent's stdio buffers.
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::perror(what);
-    _exit(1);
-  }
-}
-
-// One 8-byte record: true, or false at end of file. Retries EINTR (the
-// profiler's signals may interrupt a blocked read). A pipe never returns
-// part of a record here (every write is one whole record, under PIPE_BUF),
-// which is what lets two workers share one.
-bool read_record(int fd, uint64_t& value) {
-  ssize_t r;
-  do r = read(fd, &value, sizeof value);
-  while (r < 0 && errno == EINTR);
-  check(r == 0 || r == sizeof value, "read");
-  return r == sizeof value;
-}
-
-void write_record(int fd, uint64_t value) {
-  ssize_t r;
-  do r = write(fd, &value, sizeof value);
-  while (r < 0 && errno == EINTR);
-  check(r == sizeof value, "write");
-}
-
-// Waits for the child `pid`; a child that failed fails the program.
-void reap(pid_t pid) {
-  int status;
-  pid_t r;
-  do r = waitpid(pid, &status, 0);
-  while (r < 0 && errno == EINTR);
-  check(r == pid, "waitpid");
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "proc_pool: a worker process failed (wait status %d)\n", status);
-    _exit(1);
-  }
 }
 
 // Serves items until the parent closes the work pipe.
@@ -151,7 +115,7 @@ int main(int argc, char** argv) {
     COZ_PROGRESS_NAMED("item served");  // @line:item_served
   }
   close(work[1]);
-  for (pid_t pid : workers) reap(pid);
+  for (pid_t pid : workers) coz_programs::reap("proc_pool", pid, "worker");
 
   std::printf("proc_pool items=%llu checksum=%016llx\n", static_cast<unsigned long long>(args.n),
               static_cast<unsigned long long>(x));

@@ -22,11 +22,15 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "process_records.h"
 #include "program_common.h"
 
 namespace {
 
+using coz_programs::check;
 using coz_programs::kStepsPerMs;
+using coz_programs::read_record;
+using coz_programs::write_record;
 
 #ifdef HALVE_CLIENT_WORK
 constexpr uint64_t kClientSteps = kStepsPerMs * 15 / 100;
@@ -52,52 +56,6 @@ __attribute__((noinline)) uint64_t client_work(uint64_t x, uint64_t n) {
 __attribute__((noinline)) uint64_t handle_work(uint64_t x, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) x = (x ^ (x >> 31)) * 0x94d049bb133111ebULL + i;  // @line:handle_work
   return x;
-}
-
-// _exit, not exit: a forked child must not flush the parent's stdio buffers.
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::perror(what);
-    _exit(1);
-  }
-}
-
-// One 8-byte record: true, or false at end of file. Retries EINTR (the
-// profiler's signals may interrupt a blocked read) and short reads.
-bool read_record(int fd, uint64_t& value) {
-  char* p = reinterpret_cast<char*>(&value);
-  size_t got = 0;
-  while (got < sizeof value) {
-    const ssize_t r = read(fd, p + got, sizeof value - got);
-    if (r < 0 && errno == EINTR) continue;
-    check(r >= 0, "read");
-    if (r == 0) {
-      check(got == 0, "read: record cut short");
-      return false;
-    }
-    got += size_t(r);
-  }
-  return true;
-}
-
-void write_record(int fd, uint64_t value) {
-  ssize_t r;
-  do r = write(fd, &value, sizeof value);
-  while (r < 0 && errno == EINTR);
-  check(r == sizeof value, "write");
-}
-
-// Waits for the child `pid`; a child that failed fails the program.
-void reap(pid_t pid, const char* who) {
-  int status;
-  pid_t r;
-  do r = waitpid(pid, &status, 0);
-  while (r < 0 && errno == EINTR);
-  check(r == pid, "waitpid");
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "proc_rpc: the %s process failed (wait status %d)\n", who, status);
-    _exit(1);
-  }
 }
 
 [[noreturn]] void serve(int fd) {
@@ -135,7 +93,7 @@ int main(int argc, char** argv) {
     COZ_PROGRESS_NAMED("request");  // @line:request
   }
   close(ends[0]);
-  reap(server, "server");
+  coz_programs::reap("proc_rpc", server, "server");
 
   std::printf("proc_rpc rounds=%llu checksum=%016llx\n", static_cast<unsigned long long>(args.n),
               static_cast<unsigned long long>(x));

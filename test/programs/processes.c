@@ -17,7 +17,10 @@
 //                             socketpair or tcp on loopback), which works 3 ms
 //                             and prints how much longer than that the round
 //                             took from the wake ("KIND: e1 e2 ..." in ms), as
-//                             wake_kinds.c does between threads.
+//                             wake_kinds.c does between threads. KIND
+//                             full-pipe: the parent blocks writing a page into
+//                             a full one-page pipe, and the child's read of a
+//                             page makes the room that wakes it.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <coz.h>
@@ -28,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -218,7 +223,63 @@ static void connect_pair(const char* kind, int ends[2]) {
   _exit(2);
 }
 
+// A writer blocked on a full pipe, woken by the reader that makes room.
+enum { kPage = 4096 };
+
+static void write_all(int fd, const char* buf, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, buf, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) fail("write");
+    buf += w;
+    n -= (size_t)w;
+  }
+}
+
+static void read_all(int fd, char* buf, size_t n) {
+  while (n > 0) {
+    ssize_t r = read(fd, buf, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) fail("read");
+    buf += r;
+    n -= (size_t)r;
+  }
+}
+
+static int run_full_pipe(void) {
+  double* woken_at = mmap(NULL, sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  int p[2];
+  if (woken_at == MAP_FAILED || pipe(p) != 0 || fcntl(p[1], F_SETPIPE_SZ, kPage) < 0) fail("full pipe");
+  static char page[kPage];
+  write_all(p[1], page, kPage);  // full: every write of a page blocks until the child reads one
+  pid_t child = fork();
+  if (child < 0) fail("fork");
+  if (child == 0) {
+    close(p[1]);
+    for (int round = 0; round < kRounds; ++round) {
+      spin_selected(0.020);
+      *woken_at = now_s();
+      read_all(p[0], page, kPage);
+    }
+    exit(0);
+  }
+  close(p[0]);
+  printf("full-pipe:");
+  for (int round = 0; round < kRounds; ++round) {
+    write_all(p[1], page, kPage);
+    double woken = *woken_at;
+    spin_other(0.003);
+    COZ_PROGRESS_NAMED("round");
+    printf(" %.2f", (now_s() - woken - 0.003) * 1000);
+  }
+  printf("\n");
+  close(p[1]);
+  reap(child, 0);
+  return 0;
+}
+
 static int run_wake(const char* kind) {
+  if (strcmp(kind, "full-pipe") == 0) return run_full_pipe();
   int go[2], wake[2];
   if (pipe(go) != 0) fail("pipe");
   connect_pair(kind, wake);
@@ -252,6 +313,6 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "kill") == 0) return run_kill();
   if (strcmp(mode, "late") == 0) return run_late();
   if (strcmp(mode, "wake") == 0 && argc > 2) return run_wake(argv[2]);
-  fprintf(stderr, "usage: processes pause SECONDS | kill | late | wake pipe|socketpair|tcp\n");
+  fprintf(stderr, "usage: processes pause SECONDS | kill | late | wake pipe|socketpair|tcp|full-pipe\n");
   return 2;
 }
