@@ -282,9 +282,9 @@ int run_main(int argc, char** argv) {
        "experiments stop (--until-settled, --max-time)")
       ("allocation", po::value<std::string>(), "aimed (default): after a warm-up, experiments go mostly to the "
        "lines that decide the answer; samples: always in proportion to samples, as Coz does")
-      ("system", po::value<std::string>()->implicit_value(""), "one experiment at a time across every process of "
+      ("system", po::value<std::string>()->implicit_value("")->value_name("NAME"), "one experiment at a time across every process of "
        "the run (children, exec'd programs, and processes started with --join NAME); =NAME lets others join")
-      ("join", po::value<std::string>(), "take part in the --system=NAME run going on")
+      ("join", po::value<std::string>()->value_name("NAME"), "take part in the --system=NAME run going on")
       ("verbose,v", "print what the runtime does");
 
   po::variables_map vm;
