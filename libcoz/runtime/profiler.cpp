@@ -183,6 +183,7 @@ void Profiler::run_in_system() {
 }
 
 bool Profiler::choose_in_system(ExperimentChoice& choice) {
+  constexpr uint64_t gather_timeout_ns = 10'000'000;  // the followers' samples since the window began
   auto stop = [&] { return stopping_.load(std::memory_order_acquire) || program_gone(); };
   const bool fixed = !rt_.config.fixed_line.empty();
   // A --fixed-line no process has code at yet: said once (a library loaded
@@ -201,6 +202,7 @@ bool Profiler::choose_in_system(ExperimentChoice& choice) {
         warned_fixed_line_ = true;
       }
     } else {
+      system_->gather_samples(gather_timeout_ns);
       name = system_->choose(scheduler_);
     }
     if (name) {
@@ -315,7 +317,14 @@ SourceLine* Profiler::wait_for_line() {
 /// (pipeline: 3 to 65 of ~85 experiments on the producer line, which has a
 /// quarter of the samples).
 void Profiler::start_line_choice() {
-  if (system_) system_->start_choice();
+  // `coz run --system`: the window starts once every process has published
+  // what it sampled so far (an experiment's samples, which must stay out).
+  constexpr uint64_t gather_timeout_ns = 10'000'000;
+  if (system_ && system_->lead_held()) {
+    system_->publish_samples();
+    system_->gather_samples(gather_timeout_ns);
+    system_->start_choice();
+  }
   FutexGuard guard(rt_.lines_lock);
   const auto& lines = rt_.lines.lines();
   choice_base_.resize(lines.size());

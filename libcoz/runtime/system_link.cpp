@@ -87,6 +87,18 @@ void SystemLink::publish_samples() {
   }
 }
 
+bool SystemLink::gather_samples(uint64_t timeout_ns) {
+  announce(false);  // even, as between experiments: a change the followers act on, by publishing
+  shared_.experiment_seq.fetch_add(2, std::memory_order_acq_rel);
+  shared_futex_wake_all(shared_.experiment_seq);
+  const uint64_t deadline = sys::monotonic_ns() + timeout_ns;
+  while (!followers_settled()) {
+    if (sys::monotonic_ns() >= deadline) return false;
+    sys::sleep_ns(100'000);
+  }
+  return true;
+}
+
 void SystemLink::start_choice() {
   size_t n = shared_.lines.size();
   choice_base_.resize(n);
@@ -245,6 +257,7 @@ void SystemLink::follow_end(uint32_t seq) {
   }
   shared_.selected_samples.fetch_add(rt_.experiment.selected_samples.exchange(0, std::memory_order_acq_rel),
                                      std::memory_order_acq_rel);
+  publish_samples();  // the leader may be about to choose (gather_samples)
   if (rt_.system_slot) rt_.system_slot->settled_seq.store(seq, std::memory_order_release);
 }
 

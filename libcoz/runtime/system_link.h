@@ -32,6 +32,8 @@ class SystemLink {
   /// Whether this process leads now: it did, or takes the lead because none
   /// has it or its leader is gone (a dead leader's experiment is ended first).
   bool lead();
+  /// Whether this process leads, without taking the lead.
+  bool lead_held() const { return shared_.leader.load(std::memory_order_acquire) == sys::getpid(); }
   /// Gives the lead up at exit, so that a follower takes it at once.
   void release_lead();
   /// At exit: this process takes part no more.
@@ -40,6 +42,11 @@ class SystemLink {
   // ---- samples and choice (any process publishes; the leader chooses) ----
   /// Adds this process's samples since the last call to the shared counts.
   void publish_samples();
+  /// Has every follower publish its samples now, and waits for them (at
+  /// most `timeout_ns`; false then). A follower otherwise publishes when it
+  /// wakes, up to 20 ms late: the leader's own samples of the window came
+  /// first, and a line only a follower ran was never chosen.
+  bool gather_samples(uint64_t timeout_ns);
   /// Starts the window of samples the next line is chosen from.
   void start_choice();
   /// A line name in proportion to its samples in every process since

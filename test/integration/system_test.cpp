@@ -74,6 +74,29 @@ TEST_F(SystemTest, ALineInOneProcessPausesTheOthers) {
   }
 }
 
+// Lines are chosen in proportion to every process's samples: the parent and
+// its child spin as long on a line each, so each line gets about half of the
+// experiments. Before the leader had every process publish its samples at
+// the edges of each choice window, a window held one process's samples of
+// a whole experiment: 74 experiments against 2 on a server and client line
+// sampled 2 to 1; after, 54-59 against 14-20.
+TEST_F(SystemTest, LinesAreChosenByEveryProcesssSamples) {
+  std::string profile = profile_path();
+  ProcessResult r = coz_run(profile, {"--system", "-q", "--fixed-speedup", "50"}, {PROCESSES_EXE, "pause", "2"}, scratch_);
+  ASSERT_TRUE(r.exited && r.exit_status == 0) << describe(r);
+  RawProfile raw = read_raw(profile);
+  size_t parents = 0, childs = 0, all = 0;
+  for (const auto* e : raw.of("experiment")) {
+    const std::string* selected = e->find("selected");
+    ++all;
+    if (selected && location_matches(*selected, marked_line("processes.c", "selected"))) ++parents;
+    if (selected && location_matches(*selected, marked_line("processes.c", "other"))) ++childs;
+  }
+  ASSERT_GE(all, 10u) << raw.text;
+  EXPECT_GE(childs, all / 5) << "the child's line, chosen " << childs << " times of " << all;
+  EXPECT_GE(parents, all / 5) << "the parent's line, chosen " << parents << " times of " << all;
+}
+
 // A process woken by another through a pipe, a socketpair or a loopback TCP
 // connection skips the delays its waker paid (the board of wakes in shared
 // memory, by the kernel object behind each descriptor). Each round, the
