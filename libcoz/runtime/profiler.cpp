@@ -190,6 +190,7 @@ bool Profiler::choose_in_system(ExperimentChoice& choice) {
   // later, or a program started later, may still have it).
   constexpr uint64_t fixed_line_patience_ns = 1'000'000'000;
   const uint64_t warn_at = sys::monotonic_ns() + fixed_line_patience_ns;
+  bool gathered = false;
   while (!stop()) {
     drain_unsignalled_rings(rt_);
     system_->publish_samples();
@@ -202,7 +203,13 @@ bool Profiler::choose_in_system(ExperimentChoice& choice) {
         warned_fixed_line_ = true;
       }
     } else {
-      system_->gather_samples(gather_timeout_ns);
+      // Once: a follower that finds nothing to publish yet publishes on its
+      // own when it wakes, and waking every follower at each poll of an
+      // idle program would cost them a wake-up every few ms.
+      if (!gathered) {
+        system_->gather_samples(gather_timeout_ns);
+        gathered = true;
+      }
       name = system_->choose(scheduler_);
     }
     if (name) {
@@ -503,17 +510,10 @@ bool Profiler::drain_debts(uint64_t length_ns) {
   // Waiting for each thread's next regular sample made the wait ~1-5 ms,
   // during which the program ran without its virtual speedup: 10% of a
   // 50 ms experiment, -4 points on a line with a 40% effect.
-  uint64_t largest_debt = 0;
-  for_each_thread([&](ThreadState& t) {
-    if (rt_.ledger.settled(t.ledger)) return;
-    hurry_next_sample(t);
-    largest_debt = std::max(largest_debt, rt_.ledger.outstanding(t.ledger));
-  });
+  uint64_t largest_debt = hurry_threads_that_owe(rt_);
   auto all_settled = [&] {
-    bool settled = true;
-    for_each_thread([&](ThreadState& t) { settled = settled && rt_.ledger.settled(t.ledger); });
     // `coz run --system`: and every other process's threads (each follower settles its own).
-    return settled && (!system_ || system_->followers_settled());
+    return every_thread_settled(rt_) && (!system_ || system_->followers_settled());
   };
   // Another process's threads may owe more than this one's: at most every
   // delay credited in the experiment.

@@ -949,6 +949,22 @@ void hurry_next_sample(ThreadState& t) {
   if (signal_safe::set_period(t.perf_fd, hurried_period_ns)) t.regular_period.store(false, std::memory_order_release);
 }
 
+uint64_t hurry_threads_that_owe(Runtime& rt) {
+  uint64_t largest_debt = 0;
+  for_each_thread([&](ThreadState& t) {
+    if (rt.ledger.settled(t.ledger)) return;
+    hurry_next_sample(t);
+    largest_debt = std::max(largest_debt, rt.ledger.outstanding(t.ledger));
+  });
+  return largest_debt;
+}
+
+bool every_thread_settled(Runtime& rt) {
+  bool settled = true;
+  for_each_thread([&](ThreadState& t) { settled = settled && rt.ledger.settled(t.ledger); });
+  return settled;
+}
+
 uint64_t set_sample_period(Runtime& rt, uint64_t period) {
   // Timer-mode threads keep the configured period (their timers would need rearming).
   if (g_use_timers.load(std::memory_order_relaxed)) period = rt.config.sample_period_ns;

@@ -83,6 +83,12 @@ void suspend_sampling(ThreadState& thread);
 /// that one has the regular period again. No-op in timer mode.
 void hurry_next_sample(ThreadState& thread);
 
+/// At the end of an experiment: hurries the next sample of every thread of
+/// this process that owes delays, and returns the largest debt among them.
+uint64_t hurry_threads_that_owe(Runtime& rt);
+/// Whether every thread of this process has paid what it owes, or is blocked.
+bool every_thread_settled(Runtime& rt);
+
 /// Makes every thread (and every thread started later) sample each `period`
 /// ns of its CPU time; returns the period now in force (in timer mode, always
 /// the configured one). From the profiler thread, between experiments.

@@ -5,7 +5,6 @@
 
 #include "log.h"
 #include "sampler.h"
-#include "thread_registry.h"
 
 namespace coz {
 
@@ -88,7 +87,8 @@ void SystemLink::publish_samples() {
 }
 
 bool SystemLink::gather_samples(uint64_t timeout_ns) {
-  announce(false);  // even, as between experiments: a change the followers act on, by publishing
+  // Called between experiments (the word is even): +2 keeps it so, a
+  // change the followers act on as at an end, by settling and publishing.
   shared_.experiment_seq.fetch_add(2, std::memory_order_acq_rel);
   shared_futex_wake_all(shared_.experiment_seq);
   const uint64_t deadline = sys::monotonic_ns() + timeout_ns;
@@ -241,20 +241,10 @@ void SystemLink::follow_end(uint32_t seq) {
   rt_.experiment.selected.store(nullptr, std::memory_order_release);
   set_sample_period(rt_, rt_.config.sample_period_ns);
   // As the leader's drain_debts: every thread pays what it owes, or is blocked.
-  uint64_t largest_debt = 0;
-  for_each_thread([&](ThreadState& t) {
-    if (rt_.ledger.settled(t.ledger)) return;
-    hurry_next_sample(t);
-    largest_debt = std::max(largest_debt, rt_.ledger.outstanding(t.ledger));
-  });
+  const uint64_t largest_debt = hurry_threads_that_owe(rt_);
   const uint64_t deadline =
       sys::monotonic_ns() + std::min(longest_settle_ns, 2 * rt_.config.sample_period_ns + largest_debt);
-  for (;;) {
-    bool settled = true;
-    for_each_thread([&](ThreadState& t) { settled = settled && rt_.ledger.settled(t.ledger); });
-    if (settled || sys::monotonic_ns() >= deadline) break;
-    sys::sleep_ns(100'000);
-  }
+  while (!every_thread_settled(rt_) && sys::monotonic_ns() < deadline) sys::sleep_ns(100'000);
   shared_.selected_samples.fetch_add(rt_.experiment.selected_samples.exchange(0, std::memory_order_acq_rel),
                                      std::memory_order_acq_rel);
   publish_samples();  // the leader may be about to choose (gather_samples)
