@@ -140,6 +140,12 @@ ProcessSlot* register_process(SystemShared& shared, int pid) {
   return &slot;
 }
 
+LeadClaim claim_vacant_lead(SystemShared& shared, int pid) {
+  int32_t vacant = 0;
+  if (shared.leader.compare_exchange_strong(vacant, pid, std::memory_order_acq_rel)) return LeadClaim::Claimed;
+  return vacant == pid ? LeadClaim::AlreadyOurs : LeadClaim::Taken;
+}
+
 ProcessFate process_fate(int pid) {
   char path[32];
   std::snprintf(path, sizeof path, "/proc/%d/stat", pid);

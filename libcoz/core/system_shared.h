@@ -118,6 +118,13 @@ void unmap_system_shared(SystemShared* shared);
 
 /// Takes a slot for process `pid`; nullptr when every slot is taken.
 ProcessSlot* register_process(SystemShared& shared, int pid);
+/// The run's first process leads: it claims the lead as it joins, before
+/// its main() can fork. Had the lead gone to whichever profiler thread
+/// asked first, a child forked at once could take it while its parent was
+/// still reading its debug information.
+enum class LeadClaim { Claimed, AlreadyOurs, Taken };
+/// AlreadyOurs: this pid led before it exec'd this image.
+LeadClaim claim_vacant_lead(SystemShared& shared, int pid);
 
 /// What became of process `pid`: running; ended by an exit of its own (a
 /// zombie whose status says so: `_exit` writes no last records); or killed,

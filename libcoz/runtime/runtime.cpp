@@ -239,6 +239,7 @@ void join_system(Runtime& rt) {
   }
   rt.system = shared;
   rt.system_slot = register_process(*shared, sys::getpid());
+  if (claim_vacant_lead(*shared, sys::getpid()) == LeadClaim::AlreadyOurs) SystemLink(rt).end_orphaned_experiment();
   if (!rt.system_slot) log::warn("more than {} processes in the run: the leader will not wait for this one's delays",
                                  SystemShared::process_capacity);
   rt.ledger.share_counts(&shared->ledger);
@@ -285,7 +286,10 @@ void on_fork_child() {
   }
   g_profiler = new Profiler(*rt);  // the parent's profiler thread does not exist here
   g_profiler->after_signal_shutdown(&summarize_after_exit_signal);
-  if (!g_profiler->start()) g_profiler = nullptr;
+  if (!g_profiler->start()) {
+    g_profiler = nullptr;
+    if (rt->system) SystemLink(*rt).release_lead();  // another process runs the experiments
+  }
   detail::tls_in_runtime = mine.outer_section;
   SignalsDeferred::release(mine.signals);
 }
@@ -386,7 +390,10 @@ void start() {
   pthread_atfork(&fork_prepare, &fork_parent, &on_fork_child);
   g_profiler = new Profiler(*rt);
   g_profiler->after_signal_shutdown(&summarize_after_exit_signal);
-  if (!g_profiler->start()) g_profiler = nullptr;
+  if (!g_profiler->start()) {
+    g_profiler = nullptr;
+    if (rt->system) SystemLink(*rt).release_lead();  // another process runs the experiments
+  }
   install_exit_signal_handlers(&finish_profile_for_exit_signal);
 }
 

@@ -46,13 +46,15 @@ bool SystemLink::lead() {
     if (shared_.leader.compare_exchange_weak(current, me, std::memory_order_acq_rel)) break;
   }
   if (current != 0) log::info("system: the leader (pid {}) is gone; pid {} runs the experiments", current, me);
-  // A leader that died in the middle of an experiment left it crediting: end it.
-  if (shared_.experiment_seq.load(std::memory_order_acquire) & 1u) {
-    shared_.deaths.fetch_add(1, std::memory_order_acq_rel);
-    rt_.ledger.end_experiment();
-    announce(false);
-  }
+  end_orphaned_experiment();
   return true;
+}
+
+void SystemLink::end_orphaned_experiment() {
+  if (!(shared_.experiment_seq.load(std::memory_order_acquire) & 1u)) return;
+  shared_.deaths.fetch_add(1, std::memory_order_acq_rel);  // the experiment is not counted
+  rt_.ledger.end_experiment();
+  announce(false);
 }
 
 void SystemLink::release_lead() {

@@ -34,6 +34,8 @@ class SystemLink {
   bool lead();
   /// Whether this process leads, without taking the lead.
   bool lead_held() const { return shared_.leader.load(std::memory_order_acquire) == sys::getpid(); }
+  /// Ends the experiment a leader left crediting: it died, or exec'd this image.
+  void end_orphaned_experiment();
   /// Gives the lead up at exit, so that a follower takes it at once.
   void release_lead();
   /// At exit: this process takes part no more.

@@ -122,6 +122,20 @@ TEST_F(SystemSharedTest, AnExecdImageTakesOverItsPidsSlot) {
   unmap_system_shared(shared);
 }
 
+// The first process to join leads, whoever's profiler thread asks first;
+// its next image (after an exec) still does.
+TEST_F(SystemSharedTest, TheFirstProcessToJoinLeads) {
+  SystemShared* shared = create_and_map();
+  ASSERT_NE(shared, nullptr);
+  EXPECT_EQ(claim_vacant_lead(*shared, 4242), LeadClaim::Claimed);
+  EXPECT_EQ(claim_vacant_lead(*shared, 4343), LeadClaim::Taken);  // its child, or a --join
+  EXPECT_EQ(claim_vacant_lead(*shared, 4242), LeadClaim::AlreadyOurs);
+  EXPECT_EQ(shared->leader.load(), 4242);
+  shared->leader.store(0);  // given up at exit
+  EXPECT_EQ(claim_vacant_lead(*shared, 4343), LeadClaim::Claimed);
+  unmap_system_shared(shared);
+}
+
 TEST_F(SystemSharedTest, AProcessesFateTellsAnExitFromAKill) {
   EXPECT_EQ(process_fate(getpid()), ProcessFate::Running);
   auto zombie_fate = [](pid_t child) {
