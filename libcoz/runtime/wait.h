@@ -105,6 +105,13 @@ class KernelWait {
   const WakeBoard* shared_board_ = nullptr;  // `coz run --system`: the processes' board
 };
 
+/// Whether an experiment may have left this thread delays to pay: never in
+/// a --fixed-speedup 0 run, nor between experiments.
+inline bool delays_possible() {
+  Runtime* rt = runtime();
+  return rt && rt->ledger.delays_outstanding();
+}
+
 /// The part of catch_up that runs only while an experiment's delays may be
 /// owed: pays what this thread owes, if anything.
 void catch_up_if_owed();
@@ -116,8 +123,7 @@ void catch_up_if_owed();
 /// three loads and out. As a call through the whole ledger path, it made an
 /// uncontended lock/unlock pair 4x slower.
 inline void catch_up() {
-  Runtime* rt = runtime();
-  if (rt && rt->ledger.delays_outstanding()) catch_up_if_owed();
+  if (delays_possible()) catch_up_if_owed();
 }
 
 /// Before waking another thread through the kernel: catches up, then, while
