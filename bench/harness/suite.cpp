@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fstream>
 
+#include "analysis.h"
+
 namespace coz_bench {
 
 // Designed speedups come from each program's header comment; the harness
@@ -119,14 +121,26 @@ std::string marked_line(const BenchProgram& program, const std::string& marker) 
   return "";
 }
 
-bool location_matches(const std::string& location, const std::string& suffix) {
+namespace {
+bool path_matches(const std::string& location, const std::string& suffix) {
   if (location == suffix) return true;
   return location.size() > suffix.size() && location.compare(location.size() - suffix.size(), suffix.size(), suffix) == 0 &&
          location[location.size() - suffix.size() - 1] == '/';
 }
 
+/// `name` without the " [PROGRAM]" that `coz run --system` adds.
+std::string without_program(const std::string& name) {
+  size_t open = name.rfind(" [");
+  return open != std::string::npos && name.back() == ']' ? name.substr(0, open) : name;
+}
+}  // namespace
+
+bool location_matches(const std::string& location, const std::string& suffix) {
+  return path_matches(location, suffix) || path_matches(without_program(location), suffix);
+}
+
 bool point_matches(const BenchProgram& program, const std::string& point) {
-  if (program.point.empty() || program.point[0] != '@') return point == program.point;
+  if (program.point.empty() || program.point[0] != '@') return coz::analysis::point_is(point, program.point);
   return location_matches(point, marked_line(program, program.point.substr(1)));
 }
 

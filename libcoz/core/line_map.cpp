@@ -16,6 +16,23 @@
 namespace coz {
 
 namespace {
+std::string& program_suffix() {
+  static std::string* suffix = new std::string;  // never destroyed: names are taken at exit
+  return *suffix;
+}
+}  // namespace
+
+void set_line_program(std::string_view program) {
+  program_suffix() = program.empty() ? std::string() : " [" + std::string(program) + "]";
+}
+
+const std::string& line_program_suffix() { return program_suffix(); }
+
+std::string SourceLine::name() const {
+  return file + ":" + (line == 0 ? function : std::to_string(line)) + line_program_suffix();
+}
+
+namespace {
 constexpr uint32_t not_in_scope = UINT32_MAX;
 constexpr uint32_t no_line = UINT32_MAX;
 constexpr uint32_t not_known = UINT32_MAX - 1;  // memo entries not computed yet

@@ -20,6 +20,14 @@ namespace coz {
 struct LineTable;  // dwarf_lines.h
 class ElfFile;     // elf_file.h
 
+/// Under `coz run --system`, every line's name ends with " [PROGRAM]", the
+/// base name of the executable of the process it runs in: the same source
+/// built into two programs is two lines, and the report says which program
+/// each is in (docs/system.md). Set once, before any name is taken.
+void set_line_program(std::string_view program);
+/// " [PROGRAM]" as set_line_program set it; "" outside `coz run --system`.
+const std::string& line_program_suffix();
+
 /// Where distributions install separate debug files (debug_file.h).
 inline constexpr std::string_view default_debug_root = "/usr/lib/debug";
 
@@ -39,8 +47,9 @@ struct SourceLine {
   std::atomic<uint64_t> reported_samples{0};  // part of `samples` already written to the profile
 
   /// "FILE:LINE", or "FILE:FUNCTION" for a function unit or a function-level
-  /// line (line 0; FILE is the binary's path without debug info).
-  std::string name() const { return file + ":" + (line == 0 ? function : std::to_string(line)); }
+  /// line (line 0; FILE is the binary's path without debug info); followed
+  /// by " [PROGRAM]" under `coz run --system` (set_line_program).
+  std::string name() const;
 
   /// The line or function an experiment selecting this line speeds up. Async-signal-safe.
   SourceLine* experiment_unit() {

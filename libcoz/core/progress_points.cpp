@@ -22,8 +22,9 @@ ProgressPoint& ProgressPoints::find_or_add(std::string_view name, ProgressPoint:
   return p;
 }
 
-coz_counter_t* ProgressPoints::get_counter(int type, const char* name) {
-  if (!name) return nullptr;
+coz_counter_t* ProgressPoints::get_counter(int type, const char* plain_name) {
+  if (!plain_name) return nullptr;
+  const std::string name = plain_name + program_suffix_;
   FutexGuard guard(lock_);
   switch (type) {
     case COZ_COUNTER_TYPE_THROUGHPUT:
@@ -73,7 +74,8 @@ SharedPoint* SharedPoints::find_or_claim(std::string_view name, ProgressPoint::K
   return nullptr;
 }
 
-ProgressPoint& ProgressPoints::add(std::string_view name, ProgressPoint::Kind kind) {
+ProgressPoint& ProgressPoints::add(std::string_view plain_name, ProgressPoint::Kind kind) {
+  const std::string name = std::string(plain_name) + program_suffix_;
   FutexGuard guard(lock_);
   return find_or_add(name, kind);
 }

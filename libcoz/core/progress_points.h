@@ -100,8 +100,14 @@ class ProgressPoints {
   ProgressPoint& add(std::string_view name, ProgressPoint::Kind kind);
 
   /// From now on, points count in `shared` (at start-up, before any counter
-  /// is handed out; `coz run --system`).
-  void share(SharedPoints* shared) { shared_ = shared; }
+  /// is handed out; `coz run --system`), and each new point's name ends
+  /// with `program_suffix` (" [PROGRAM]", as line names do): a point is
+  /// shared by the processes of one program, never merged with another
+  /// program's point of the same name.
+  void share(SharedPoints* shared, std::string program_suffix) {
+    shared_ = shared;
+    program_suffix_ = std::move(program_suffix);
+  }
   /// Adds every point another process of the run has created, so that
   /// for_each sees the progress of all of them. Profiler thread.
   void import_shared();
@@ -155,6 +161,7 @@ class ProgressPoints {
   std::deque<ProgressPoint> points_;  // deque: counters never move
   std::atomic<ProgressPoint*> latency_{nullptr};  // the latency points, newest first
   SharedPoints* shared_ = nullptr;
+  std::string program_suffix_;
 };
 
 }  // namespace coz

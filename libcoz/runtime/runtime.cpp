@@ -243,7 +243,7 @@ void join_system(Runtime& rt) {
   if (!rt.system_slot) log::warn("more than {} processes in the run: the leader will not wait for this one's delays",
                                  SystemShared::process_capacity);
   rt.ledger.share_counts(&shared->ledger);
-  rt.points.share(&shared->points);
+  rt.points.share(&shared->points, line_program_suffix());
   // One experiment selects one line everywhere: lines, not functions (docs/system.md).
   rt.config.granularity = Config::Granularity::Line;
   if (SourceLine* fixed = rt.fixed_line.load(std::memory_order_acquire)) SystemLink(rt).publish_fixed_line(fixed->name());
@@ -321,6 +321,7 @@ void start() {
   const bool system = !rt->config.system_path.empty();
   bool launched_here = system || rt->config.program.empty() || rt->config.program == main_executable;
   std::string main_program = system || rt->config.program.empty() ? main_executable : rt->config.program;
+  if (system) set_line_program(main_executable.substr(main_executable.rfind('/') + 1));
   g_sources = new MapSources{main_executable, main_program, {}, {}};
   size_t objects_in_scope = build_line_map(*rt, *g_sources);
   // With explicit binary globs, the library they name may be loaded later

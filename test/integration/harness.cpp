@@ -225,7 +225,9 @@ std::string marked_line(const std::string& file, const std::string& marker) {
 }
 
 bool location_matches(const std::string& location, const std::string& suffix) {
-  return name_matches(location, suffix);
+  if (name_matches(location, suffix)) return true;
+  size_t open = location.rfind(" [");
+  return open != std::string::npos && location.back() == ']' && name_matches(location.substr(0, open), suffix);
 }
 
 const analysis::LineEffect* find_effect(const analysis::Analysis& result, const std::string& line_suffix,

@@ -126,7 +126,8 @@ std::string program_source(const std::string& relative_path);
 std::string marked_line(const std::string& file, const std::string& marker);
 
 /// True when `location` ("/abs/dir/two_threads.cpp:40") is `suffix`
-/// ("two_threads.cpp:40") or ends with "/" + suffix.
+/// ("two_threads.cpp:40") or ends with "/" + suffix. A location's program
+/// (" [processes]", under --system) is ignored unless `suffix` names one.
 bool location_matches(const std::string& location, const std::string& suffix);
 
 /// The effect of the line `line_suffix` on the point whose name ends with

@@ -5,6 +5,7 @@
 // pauses nothing in another.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <sstream>
 
 #include "harness.h"
@@ -70,6 +71,46 @@ TEST_F(SystemTest, ALineInOneProcessPausesTheOthers) {
       EXPECT_GT(experiments[parent], 4u) << raw.text;
     } else {
       EXPECT_LT(paused[child], 20'000'000) << raw.text;
+    }
+  }
+}
+
+// The same source built into two programs (processes and processes_twin,
+// one exec'd by the other, each counting progress on the `other` line) is
+// two lines and two points under --system, each named with its program, so
+// that an experiment on one never selects the other's code. Per process,
+// names carry no program: each process experiments alone, and the report
+// merges them as before.
+TEST_F(SystemTest, TheSameSourceInTwoProgramsIsTwoLinesAndTwoPoints) {
+  const std::string other = marked_line("processes.c", "other");
+  for (bool system : {true, false}) {
+    SCOPED_TRACE(system ? "--system" : "per process");
+    std::string profile = profile_path(system ? "system.coz" : "per_process.coz");
+    std::vector<std::string> options = {"-q", "--fixed-speedup", "50"};
+    if (system) options.push_back("--system");
+    ProcessResult r = coz_run(profile, options, {PROCESSES_EXE, "twin", "1.5", PROCESSES_TWIN_EXE}, scratch_);
+    ASSERT_TRUE(r.exited && r.exit_status == 0) << describe(r);
+    RawProfile raw = read_raw(profile);
+    ASSERT_EQ(whole_records_problem(profile, raw), "");
+    std::set<std::string> lines, points;
+    for (const auto* record : raw.of("samples")) {
+      const std::string* location = record->find("location");
+      if (location && location_matches(*location, other)) lines.insert(*location);
+    }
+    for (const auto* record : raw.of("throughput-point")) {
+      if (const std::string* name = record->find("name")) points.insert(*name);
+    }
+    const std::string path = lines.empty() ? "" : lines.begin()->substr(0, lines.begin()->find(' '));
+    if (system) {
+      EXPECT_EQ(lines, (std::set<std::string>{path + " [processes]", path + " [processes_twin]"})) << raw.text;
+      EXPECT_EQ(points, (std::set<std::string>{"unit [processes]", "unit [processes_twin]"})) << raw.text;
+      for (const auto* e : raw.of("experiment")) {
+        const std::string* selected = e->find("selected");
+        ASSERT_TRUE(selected && selected->back() == ']') << "every selection names its program\n" << raw.text;
+      }
+    } else {
+      EXPECT_EQ(lines.size(), 1u) << raw.text;
+      EXPECT_EQ(points, std::set<std::string>{"unit"}) << raw.text;
     }
   }
 }

@@ -12,6 +12,12 @@
 //   processes late            the parent counts progress for 2 s; a child
 //                             exits at 0.2 s (early), another spins on
 //                             `selected` from 0.5 s to 1.5 s (late).
+//   processes twin SECONDS PATH
+//                             a forked child execs PATH (this source built
+//                             as another program) with `progress SECONDS`,
+//                             and the parent does the same work: the same
+//                             line and point in two programs.
+//   processes progress SECONDS  counts progress (the `other` line) for SECONDS.
 //   processes wake KIND       rounds of: a child spins ~20 ms on `selected`,
 //                             then wakes the parent through KIND (pipe,
 //                             socketpair or tcp on loopback), which works 3 ms
@@ -306,6 +312,20 @@ static int run_wake(const char* kind) {
   return 0;
 }
 
+static int run_twin(double seconds, const char* twin) {
+  pid_t child = fork();
+  if (child < 0) fail("fork");
+  if (child == 0) {
+    char arg[32];
+    snprintf(arg, sizeof arg, "%g", seconds);
+    execl(twin, twin, "progress", arg, (char*)NULL);
+    fail("execl");
+  }
+  count_progress_until(seconds);
+  reap(child, 0);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   g_start = now_s();
   const char* mode = argc > 1 ? argv[1] : "";
@@ -313,6 +333,12 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "kill") == 0) return run_kill();
   if (strcmp(mode, "late") == 0) return run_late();
   if (strcmp(mode, "wake") == 0 && argc > 2) return run_wake(argv[2]);
-  fprintf(stderr, "usage: processes pause SECONDS | kill | late | wake pipe|socketpair|tcp|full-pipe\n");
+  if (strcmp(mode, "twin") == 0 && argc > 3) return run_twin(atof(argv[2]), argv[3]);
+  if (strcmp(mode, "progress") == 0 && argc > 2) {
+    count_progress_until(atof(argv[2]));
+    return 0;
+  }
+  fprintf(stderr, "usage: processes pause SECONDS | kill | late | wake pipe|socketpair|tcp|full-pipe | twin SECONDS PATH"
+                  " | progress SECONDS\n");
   return 2;
 }

@@ -576,6 +576,11 @@ TEST(Callee, FrameKinds) {
   EXPECT_EQ(kind(""), K::Skipped);
   EXPECT_EQ(kind(" [libc.so.6]"), K::Skipped) << "empty function";
   EXPECT_EQ(kind("memcpy []"), K::Skipped) << "empty library";
+  // Under coz run --system, in-scope frames name their program.
+  EXPECT_EQ(kind("/src/a.c:42 [server]"), K::InScope);
+  EXPECT_EQ(kind("a.c:42 [server]"), K::InScope) << "a relative FILE:LINE";
+  EXPECT_EQ(kind("/usr/lib/libfoo.so:ns::bar [server]"), K::InScope);
+  EXPECT_EQ(kind("ns::bar:: [server]"), K::Callee) << "a function name is no location";
 
   StackFrame f = parse_stack_frame("__memmove_avx_unaligned_erms [libc.so.6]");
   EXPECT_EQ(f.kind, K::Callee);

@@ -11,7 +11,9 @@
 
 #include <csignal>
 
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 #include <string>
 
 namespace coz {
@@ -76,23 +78,30 @@ TEST_F(SystemSharedTest, AFileOfAnotherSizeIsRefused) {
   EXPECT_EQ(map_system_shared((dir_ + "/missing").c_str(), error), nullptr);
 }
 
+// One point per name and program, whichever process of that program asks
+// for it; another program's point of the same name is another point.
 TEST_F(SystemSharedTest, APointIsOneCounterWhoeverAsksForIt) {
   SystemShared* shared = create_and_map();
   ASSERT_NE(shared, nullptr);
-  ProgressPoints mine, theirs;
-  mine.share(&shared->points);
-  theirs.share(&shared->points);
+  ProgressPoints mine, theirs, other_program;
+  mine.share(&shared->points, " [server]");
+  theirs.share(&shared->points, " [server]");
+  other_program.share(&shared->points, " [client]");
   coz_counter_t* a = mine.get_counter(COZ_COUNTER_TYPE_THROUGHPUT, "request");
   coz_counter_t* b = theirs.get_counter(COZ_COUNTER_TYPE_THROUGHPUT, "request");
   EXPECT_EQ(a, b);
+  EXPECT_NE(other_program.get_counter(COZ_COUNTER_TYPE_THROUGHPUT, "request"), a);
   // A latency point's begin and end are two counters; a throughput point of the same name is another.
   coz_counter_t* begin = theirs.get_counter(COZ_COUNTER_TYPE_BEGIN, "request");
   EXPECT_NE(begin, a);
-  // The leader sees points only another process created.
+  // The leader sees points only another process created, by their whole names.
   ProgressPoints leader;
-  leader.share(&shared->points);
+  leader.share(&shared->points, " [launcher]");
   leader.import_shared();
-  EXPECT_EQ(leader.size(), 2u);
+  std::vector<std::string> names;
+  leader.for_each([&](ProgressPoint& p) { names.push_back(p.name); });
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"request [client]", "request [server]", "request [server]"}));
   unmap_system_shared(shared);
 }
 

@@ -18,6 +18,7 @@ import {
   readProfile,
   samplingCoverage,
   secondsPerExperiment,
+  splitLocation,
   topCallees,
   upperQuantileApprox,
 } from "../../viewer/dist/node/analysis.mjs";
@@ -139,12 +140,24 @@ test("stack frames: in-scope, callee FUNCTION [LIBRARY], skipped (the C++ rule)"
   assert.equal(kind(""), "skipped");
   assert.equal(kind(" [libc.so.6]"), "skipped", "empty function");
   assert.equal(kind("memcpy []"), "skipped", "empty library");
+  // Under coz run --system, in-scope frames name their program.
+  assert.equal(kind("/src/a.c:42 [server]"), "in-scope");
+  assert.equal(kind("a.c:42 [server]"), "in-scope", "a relative FILE:LINE");
+  assert.equal(kind("/usr/lib/libfoo.so:ns::bar [server]"), "in-scope");
+  assert.equal(kind("ns::bar:: [server]"), "callee", "a function name is no location");
   assert.deepEqual(parseStackFrame("std::vector<int>::operator[](unsigned long) [libstdc++.so.6]"), {
     kind: "callee",
     function: "std::vector<int>::operator[](unsigned long)",
     library: "libstdc++.so.6",
   });
   assert.deepEqual(parseStackFrame("handler [x] [libweird.so]"), { kind: "callee", function: "handler [x]", library: "libweird.so" });
+});
+
+test("locations: FILE:LINE, and under coz run --system FILE:LINE [PROGRAM]", () => {
+  assert.deepEqual(splitLocation("/src/a.c:42"), { file: "/src/a.c", line: "42", program: "" });
+  assert.deepEqual(splitLocation("/src/a.c:42 [server]"), { file: "/src/a.c", line: "42", program: "server" });
+  assert.deepEqual(splitLocation("/usr/bin/x:main [x]"), { file: "/usr/bin/x:main", line: "", program: "x" });
+  assert.deepEqual(splitLocation("a.c"), { file: "a.c", line: "", program: "" });
 });
 
 test("top callee: the frame right after the innermost in-scope frame, over that line's stack samples", () => {

@@ -310,7 +310,7 @@ CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, 
     decide(all, summary);
     result.points.push_back(summary);
 
-    if (!options.point.empty() && key.first != options.point) continue;
+    if (!options.point.empty() && !point_is(key.first, options.point)) continue;
     for (LineEffect& eff : all) {
       if (eff.experiments >= options.min_experiments) result.effects.push_back(std::move(eff));
     }
@@ -411,6 +411,12 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
 double seconds_per_experiment(const Analysis& analysis) {
   if (analysis.experiments == 0 || analysis.runtime_ns == 0) return undefined;
   return static_cast<double>(analysis.runtime_ns) / 1e9 / static_cast<double>(analysis.experiments);
+}
+
+bool point_is(std::string_view name, std::string_view wanted) {
+  if (name == wanted) return true;
+  return name.size() > wanted.size() + 3 && name.substr(0, wanted.size()) == wanted &&
+         name.substr(wanted.size(), 2) == " [" && name.back() == ']';
 }
 
 }  // namespace coz::analysis

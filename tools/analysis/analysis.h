@@ -160,10 +160,11 @@ struct ConventionalProfile {
 };
 
 /// One frame of a `stack` record. In-scope frames are `FILE:LINE` (or
-/// `BINARY:FUNCTION` without debug info); an out-of-scope callee is written
-/// `FUNCTION [LIBRARY]`: it ends with `]` and contains ` [`, LIBRARY being
-/// between the last ` [` and the final `]`. Empty frames, and callee-shaped
-/// ones with an empty FUNCTION or LIBRARY, are skipped.
+/// `BINARY:FUNCTION` without debug info, BINARY an absolute path), followed
+/// under `coz run --system` by ` [PROGRAM]` (is_location); an out-of-scope
+/// callee is written `FUNCTION [LIBRARY]`: it ends with `]` and contains
+/// ` [`, LIBRARY being between the last ` [` and the final `]`. Empty frames,
+/// and callee-shaped ones with an empty FUNCTION or LIBRARY, are skipped.
 struct StackFrame {
   enum class Kind { InScope, Callee, Skipped };
   Kind kind = Kind::InScope;
@@ -171,6 +172,15 @@ struct StackFrame {
   std::string_view library;   // callee frames only
 };
 StackFrame parse_stack_frame(std::string_view frame);
+
+/// Whether `text` is shaped as an in-scope location without its ` [PROGRAM]`:
+/// it ends with `:LINE`, or is `/PATH:FUNCTION`. A function name (a callee's)
+/// is neither.
+bool is_location(std::string_view text);
+
+/// Whether the point named `name` is the one a user asked for as `wanted`:
+/// the same name, or without the ` [PROGRAM]` that `coz run --system` adds.
+bool point_is(std::string_view name, std::string_view wanted);
 
 struct AnalysisOptions {
   uint64_t min_experiments = 1;  // drop effects with fewer experiments

@@ -76,6 +76,14 @@ std::map<std::string, Callee> top_callees(const std::map<std::string, uint64_t>&
 
 }  // namespace
 
+bool is_location(std::string_view text) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == text.size()) return false;
+  if (text.front() == '/') return true;
+  return std::all_of(text.begin() + static_cast<std::ptrdiff_t>(colon) + 1, text.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
 StackFrame parse_stack_frame(std::string_view frame) {
   StackFrame out;
   if (frame.empty()) {
@@ -84,6 +92,7 @@ StackFrame parse_stack_frame(std::string_view frame) {
   }
   size_t open = frame.rfind(" [");
   if (frame.back() != ']' || open == std::string_view::npos) return out;  // FILE:LINE, BINARY:FUNCTION
+  if (is_location(frame.substr(0, open))) return out;                     // the same, then [PROGRAM]
   out.function = frame.substr(0, open);
   out.library = frame.substr(open + 2, frame.size() - open - 3);
   out.kind = out.function.empty() || out.library.empty() ? StackFrame::Kind::Skipped : StackFrame::Kind::Callee;

@@ -116,7 +116,7 @@ bool check_point(const std::string& point, const analysis::Analysis& result, std
   if (point.empty() || result.experiments == 0) return true;
   std::string known;
   for (const analysis::PointSummary& p : result.points) {
-    if (p.name == point) return true;
+    if (analysis::point_is(p.name, point)) return true;
     known += (known.empty() ? "" : ", ") + p.name;
   }
   error = fmt::format("no progress point named '{}' in the profile (points: {})", point,

@@ -639,7 +639,10 @@ function renderConventional() {
     const rows = conv.lines.slice(0, limit(conv.lines.length)).flatMap((l, i) => {
       const unit = best.has(l.location) ? undefined : unitOf.get(l.function);
       const e = best.get(l.location) ?? unit;
-      const { short, dir } = shortLocation(l.location, 14);
+      // The program (coz run --system) goes under the line, with its function: the column is narrow.
+      const { program } = splitLocation(l.location);
+      const { short, dir } = shortLocation(program ? l.location.slice(0, -(program.length + 3)) : l.location, 14);
+      const under = [l.function, program ? `in ${program}` : ""].filter((t) => t !== "").join(" · ");
       const hotUseless = e && l.share >= hotShare && (e.label === "no-effect" || e.label === "negative");
       // The callee note gets a row of its own, across the table: function names are long.
       const note = calleeNote(l.callee);
@@ -652,7 +655,7 @@ function renderConventional() {
           { class: "loc", title: l.location + (l.function ? `\n${l.function}` : "") + calleeTitle(l.callee) },
           h("span", { class: "dir" }, dir),
           h("b", {}, short),
-          l.function ? h("div", { class: "fn" }, l.function) : null,
+          under ? h("div", { class: "fn" }, under) : null,
         ),
         h("td", { class: "num" }, share(l.share), bar(l.share)),
         h(

@@ -344,6 +344,11 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
 }
 
 /** §2-§8 over some experiments: every point's summary, and the effects the options keep, ranked. */
+/** Whether the point `name` is the one asked for as `wanted`: the same name, or without the " [PROGRAM]" of `coz run --system`. */
+export function pointIs(name: string, wanted: string): boolean {
+  return name === wanted || (name.length > wanted.length + 3 && name.startsWith(wanted + " [") && name.endsWith("]"));
+}
+
 function causalEffects(experiments: Experiment[], mode: BaselineMode, only: string, minExperiments: number) {
   // §2: observations and cells, per point key, in profile order.
   const points = new Map<string, PointData>();
@@ -405,7 +410,7 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
     const all = [...p.lines].map(([line, cells]) => makeEffect(p, line, cells, phi, mode));
     decide(all, summary);
     summaries.push(summary);
-    if (only !== "" && p.name !== only) continue;
+    if (only !== "" && !pointIs(p.name, only)) continue;
     for (const e of all) if (e.experiments >= minExperiments) effects.push(e);
   }
   summaries.sort((a, b) => compareStrings(a.name, b.name) || kindRank(a.kind) - kindRank(b.kind));

@@ -45,18 +45,27 @@ export interface ConventionalProfile {
 }
 
 /**
- * One frame of a `stack` record: in-scope (`FILE:LINE`, `BINARY:FUNCTION`), an
+ * One frame of a `stack` record: in-scope (`FILE:LINE`, `BINARY:FUNCTION`, either
+ * followed by ` [PROGRAM]` under `coz run --system`: see isLocation), an
  * out-of-scope callee `FUNCTION [LIBRARY]` (ends with "]", contains " [";
  * LIBRARY is between the last " [" and the final "]"), or skipped: empty, or
  * callee-shaped with an empty FUNCTION or LIBRARY.
  */
 export type StackFrame = { kind: "in-scope" } | { kind: "callee"; function: string; library: string } | { kind: "skipped" };
 
+/** Whether `text` is an in-scope location without its ` [PROGRAM]`: it ends with `:LINE`, or is `/PATH:FUNCTION` (a callee's function name is neither). */
+export function isLocation(text: string): boolean {
+  const colon = text.lastIndexOf(":");
+  if (colon < 0 || colon + 1 === text.length) return false;
+  return text.startsWith("/") || /^[0-9]+$/.test(text.slice(colon + 1));
+}
+
 export function parseStackFrame(frame: string): StackFrame {
   if (frame === "") return { kind: "skipped" };
   const open = frame.lastIndexOf(" [");
   if (!frame.endsWith("]") || open < 0) return { kind: "in-scope" };
   const fn = frame.slice(0, open);
+  if (isLocation(fn)) return { kind: "in-scope" }; // then [PROGRAM]
   const library = frame.slice(open + 2, -1);
   return fn === "" || library === "" ? { kind: "skipped" } : { kind: "callee", function: fn, library };
 }
@@ -171,10 +180,19 @@ export function flameTree(stacks: StackSamples[]): FlameNode | null {
   return root.value > 0 ? root : null;
 }
 
-/** "FILE" and "LINE" of a location; LINE is "" when the part after the last ':' is not a number. */
-export function splitLocation(loc: string): { file: string; line: string } {
+/**
+ * "FILE", "LINE" and "PROGRAM" of a location ("FILE:LINE", followed by " [PROGRAM]" under `coz run --system`);
+ * LINE is "" when the part after the last ':' is not a number, PROGRAM "" when there is none.
+ */
+export function splitLocation(loc: string): { file: string; line: string; program: string } {
+  let program = "";
+  const open = loc.lastIndexOf(" [");
+  if (loc.endsWith("]") && open > 0 && isLocation(loc.slice(0, open))) {
+    program = loc.slice(open + 2, -1);
+    loc = loc.slice(0, open);
+  }
   const colon = loc.lastIndexOf(":");
-  if (colon < 0) return { file: loc, line: "" };
+  if (colon < 0) return { file: loc, line: "", program };
   const tail = loc.slice(colon + 1);
-  return /^[0-9]+$/.test(tail) ? { file: loc.slice(0, colon), line: tail } : { file: loc, line: "" };
+  return /^[0-9]+$/.test(tail) ? { file: loc.slice(0, colon), line: tail, program } : { file: loc, line: "", program };
 }
