@@ -35,6 +35,7 @@ enum class WakeKind : uint32_t {
   RingSubmit,  // io_uring_enter submitting on `target`, the ring's descriptor
   Unlock,      // flock/fcntl unlock on `target`, a descriptor
   Read,        // read/recv* on `target`, a descriptor: makes room for a writer blocked on a full pipe or socket
+  Exit,        // `coz run --system` only: a process of the run exits (`target`, its pid): ends its parent's waitpid
 };
 
 struct WakeRecord {

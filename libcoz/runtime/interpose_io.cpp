@@ -441,11 +441,21 @@ int pthread_sigqueue(pthread_t thread, int sig, const union sigval value) {
 
 // ---- child processes: another process ends the wait --------------------------------
 
-/// Woken by a child (another process): pays.
+namespace {
+/// Ends a wait for a child: under `coz run --system`, a child of the run
+/// that exited left its credit (wake_parent_at_exit), which the waiter
+/// claims; any other child is the outside world: pays.
+void done_waiting_for(KernelWait& w, pid_t child) {
+  if (child > 0) w.done([child](const coz::WakeRecord& r) { return coz::is_exit_of(r, child); });
+  else w.done_from_outside();
+}
+}  // namespace
+
+/// Woken by a child's exit.
 pid_t waitpid(pid_t pid, int* status, int options) {
   KernelWait w(WaitKind::Child);
   pid_t ret = functions().waitpid(pid, status, options);
-  w.done_from_outside();
+  done_waiting_for(w, ret);
   return ret;
 }
 
@@ -453,7 +463,7 @@ pid_t waitpid(pid_t pid, int* status, int options) {
 pid_t wait(int* status) {
   KernelWait w(WaitKind::Child);
   pid_t ret = functions().wait(status);
-  w.done_from_outside();
+  done_waiting_for(w, ret);
   return ret;
 }
 
@@ -461,16 +471,29 @@ pid_t wait(int* status) {
 pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) {
   KernelWait w(WaitKind::Child);
   pid_t ret = functions().wait4(pid, status, options, usage);
-  w.done_from_outside();
+  done_waiting_for(w, ret);
   return ret;
 }
 
-/// As waitpid.
+/// As waitpid (WNOWAIT or not: the child's exit ended the wait either way).
 int waitid(idtype_t idtype, id_t id, siginfo_t* info, int options) {
   KernelWait w(WaitKind::Child);
   int ret = functions().waitid(idtype, id, info, options);
-  w.done_from_outside();
+  done_waiting_for(w, ret == 0 && info ? info->si_pid : 0);
   return ret;
+}
+
+/// A process that ends without exit handlers (as a forked child often must,
+/// to leave its parent's stdio buffers alone) still ends its parent's wait.
+void _exit(int status) {
+  coz::leave_system_at_exit();
+  for (;;) coz::sys::raw_syscall6(SYS_exit_group, status);
+}
+
+/// As _exit.
+void _Exit(int status) {
+  coz::leave_system_at_exit();
+  for (;;) coz::sys::raw_syscall6(SYS_exit_group, status);
 }
 
 // ---- file locks: woken by an unlock from a thread of the program, or another process ----

@@ -446,6 +446,7 @@ void summarize_after_exit_signal() {
 void stop() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
+  wake_parent_at_exit();  // `coz run --system`: its parent's waitpid claims the credit
   RuntimeSection section;
   if (g_warn_if_never_in_scope && g_sources && g_sources->mapped.empty()) {
     std::string globs;

@@ -103,4 +103,40 @@ void wake_through_kernel(WakeKind kind, int target) {
   errno = saved;
 }
 
+namespace {
+/// This process's slot of `coz run --system`; nullptr outside it, and in a
+/// vfork child (its parent's slot, in its parent's memory).
+ProcessSlot* own_system_slot(Runtime* rt) {
+  if (!rt || !rt->system || !rt->system_slot) return nullptr;
+  return rt->system_slot->pid.load(std::memory_order_relaxed) == sys::getpid() ? rt->system_slot : nullptr;
+}
+}  // namespace
+
+void leave_system_at_exit() {
+  Runtime* rt = runtime();
+  if (ProcessSlot* slot = own_system_slot(rt)) {
+    wake_parent_at_exit();
+    slot->state.store(ProcessSlot::Exited, std::memory_order_release);
+  }
+}
+
+void wake_parent_at_exit() {
+  Runtime* rt = runtime();
+  if (!own_system_slot(rt) || in_runtime()) return;
+  const int me = sys::getpid();
+  ThreadState* t = current_thread();
+  if (!t || !rt->ledger.delays_outstanding()) return;
+  RuntimeSection section;
+  int saved = errno;
+  if (!t->ledger.busy.load(std::memory_order_relaxed)) rt->ledger.catch_up(t->ledger);
+  if (rt->ledger.delays_outstanding()) {
+    rt->system->wakes.post(WakeKind::Exit, me, t->ledger.local.load(std::memory_order_relaxed));
+  }
+  errno = saved;
+}
+
+bool is_exit_of(const WakeRecord& record, int child) {
+  return record.foreign && record.kind == WakeKind::Exit && record.target == child;
+}
+
 }  // namespace coz

@@ -131,4 +131,20 @@ inline void catch_up() {
 /// thread woken to claim (keeps errno).
 void wake_through_kernel(WakeKind kind, int target);
 
+/// `coz run --system`, as this process ends (exit, _exit): its parent may
+/// be waiting for it. Pays what the exiting thread owes and leaves its credit
+/// on the processes' board (WakeKind::Exit), which the parent's waitpid
+/// claims. Nothing in a vfork child, which runs in its parent's memory.
+void wake_parent_at_exit();
+
+/// `coz run --system`, in `_exit`: the process takes part no more (exit()
+/// says so as its profiler shuts down). Left Live, a child reaped at once
+/// was found gone without an exit code, counted dead, and the experiment
+/// dropped. Then as wake_parent_at_exit.
+void leave_system_at_exit();
+
+/// Whether `record` is the exit of `child` (waitpid's returned pid) that
+/// wake_parent_at_exit posted in another process.
+bool is_exit_of(const WakeRecord& record, int child);
+
 }  // namespace coz

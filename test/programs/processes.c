@@ -26,7 +26,9 @@
 //                             wake_kinds.c does between threads. KIND
 //                             full-pipe: the parent blocks writing a page into
 //                             a full one-page pipe, and the child's read of a
-//                             page makes the room that wakes it.
+//                             page makes the room that wakes it. KIND exit or
+//                             _exit: the child ends each round, and the
+//                             parent's waitpid returns.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <coz.h>
@@ -284,8 +286,35 @@ static int run_full_pipe(void) {
   return 0;
 }
 
+// Each round a child spins ~20 ms on `selected`, notes the time and ends
+// (exit, or _exit without exit handlers); the parent's waitpid returns.
+static int run_exit_wake(int hard) {
+  double* woken_at = mmap(NULL, sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (woken_at == MAP_FAILED) fail("mmap");
+  printf("%s:", hard ? "_exit" : "exit");
+  for (int round = 0; round < kRounds; ++round) {
+    fflush(stdout);  // not again in the child's exit
+    pid_t child = fork();
+    if (child < 0) fail("fork");
+    if (child == 0) {
+      spin_selected(0.020);
+      *woken_at = now_s();
+      if (hard) _exit(0);
+      exit(0);
+    }
+    reap(child, 0);
+    double woken = *woken_at;
+    spin_other(0.003);
+    COZ_PROGRESS_NAMED("round");
+    printf(" %.2f", (now_s() - woken - 0.003) * 1000);
+  }
+  printf("\n");
+  return 0;
+}
+
 static int run_wake(const char* kind) {
   if (strcmp(kind, "full-pipe") == 0) return run_full_pipe();
+  if (strcmp(kind, "exit") == 0 || strcmp(kind, "_exit") == 0) return run_exit_wake(kind[0] == '_');
   int go[2], wake[2];
   if (pipe(go) != 0) fail("pipe");
   connect_pair(kind, wake);
@@ -338,7 +367,7 @@ int main(int argc, char** argv) {
     count_progress_until(atof(argv[2]));
     return 0;
   }
-  fprintf(stderr, "usage: processes pause SECONDS | kill | late | wake pipe|socketpair|tcp|full-pipe | twin SECONDS PATH"
+  fprintf(stderr, "usage: processes pause SECONDS | kill | late | wake pipe|socketpair|tcp|full-pipe|exit|_exit | twin SECONDS PATH"
                   " | progress SECONDS\n");
   return 2;
 }
