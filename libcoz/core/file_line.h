@@ -26,4 +26,17 @@ inline std::optional<FileLine> parse_file_line(std::string_view spec) {
   return FileLine{spec.substr(0, colon), line};
 }
 
+/// A FILE:LINE that may name its program, as `coz report` writes the lines
+/// of a `coz run --system` run: "FILE:LINE [PROGRAM]".
+struct ProgramLine {
+  std::string_view spec;     // without the program
+  std::string_view program;  // empty when none is named
+};
+
+inline ProgramLine split_program(std::string_view spec) {
+  size_t open = spec.rfind(" [");
+  if (spec.empty() || spec.back() != ']' || open == std::string_view::npos) return {spec, {}};
+  return {spec.substr(0, open), spec.substr(open + 2, spec.size() - open - 3)};
+}
+
 }  // namespace coz

@@ -137,12 +137,20 @@ size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
   return objects;
 }
 
-/// "FILE:LINE" -> the line, or an error message.
+/// "FILE:LINE" (or, under --system, "FILE:LINE [PROGRAM]") -> the line, or an error message.
 SourceLine* resolve_fixed_line(Runtime& rt, const std::string& spec, std::string& error) {
-  auto where = parse_file_line(spec);
+  const auto [file_line, program] = split_program(spec);
+  auto where = parse_file_line(file_line);
   if (!where) {
     error = "--fixed-line " + spec + ": expected FILE:LINE";
     return nullptr;
+  }
+  if (!program.empty()) {
+    const std::string exe = read_link("/proc/self/exe");
+    if (exe.substr(exe.rfind('/') + 1) != program) {
+      error = "--fixed-line " + spec + ": another program's line";
+      return nullptr;
+    }
   }
   SourceLine* found = rt.lines.find_line(where->file, where->line);
   if (!found) error = "--fixed-line " + spec + ": no code at that line in the binaries in scope";

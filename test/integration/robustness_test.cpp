@@ -1040,5 +1040,12 @@ TEST_F(CliErrorTest, ProgressNotFileColonLine) {
   expect_error(run({"--progress", "no_coz_h.cpp"}, {NO_COZ_H_EXE, "--items", "10"}), "no_coz_h.cpp", profile_path());
 }
 
+// A program's name on a line ("FILE:LINE [PROGRAM]", as the report of a
+// --system run writes it) means something only across processes.
+TEST_F(CliErrorTest, FixedLineOfANamedProgramNeedsSystem) {
+  expect_error(run({"--fixed-line", "two_threads.cpp:40 [two_threads]"}, {TWO_THREADS_EXE, "-n", "10"}), "--system",
+               profile_path());
+}
+
 }  // namespace
 }  // namespace coz_itest

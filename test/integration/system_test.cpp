@@ -113,6 +113,18 @@ TEST_F(SystemTest, TheSameSourceInTwoProgramsIsTwoLinesAndTwoPoints) {
       EXPECT_EQ(points, std::set<std::string>{"unit"}) << raw.text;
     }
   }
+  // --fixed-line names the program as the report writes the line: only that program's code is selected.
+  std::string profile = profile_path("fixed.coz");
+  ProcessResult r = coz_run(profile, {"-q", "--system", "--fixed-speedup", "50", "--fixed-line", other + " [processes_twin]"},
+                            {PROCESSES_EXE, "twin", "1.5", PROCESSES_TWIN_EXE}, scratch_);
+  ASSERT_TRUE(r.exited && r.exit_status == 0) << describe(r);
+  RawProfile raw = read_raw(profile);
+  ASSERT_GE(raw.count("experiment"), 5u) << raw.text;
+  for (const auto* e : raw.of("experiment")) {
+    const std::string* selected = e->find("selected");
+    ASSERT_TRUE(selected && location_matches(*selected, other) && selected->find(" [processes_twin]") != std::string::npos)
+        << raw.text;
+  }
 }
 
 // Lines are chosen in proportion to every process's samples: the parent and

@@ -325,7 +325,11 @@ int run_main(int argc, char** argv) {
   if (vm.count("source-scope")) setenv("COZ_SOURCE_SCOPE", join_lines(vm["source-scope"].as<std::vector<std::string>>()).c_str(), 1);
   if (vm.count("fixed-line")) {
     const auto& line = vm["fixed-line"].as<std::string>();
-    if (!parse_file_line(line)) return fail(fmt::format("--fixed-line {}: expected FILE:LINE, e.g. main.cpp:42", line));
+    const auto [file_line, program] = split_program(line);
+    if (!parse_file_line(file_line)) return fail(fmt::format("--fixed-line {}: expected FILE:LINE, e.g. main.cpp:42", line));
+    if (!program.empty() && !vm.count("system") && !vm.count("join")) {
+      return fail(fmt::format("--fixed-line {}: a line of a named program needs --system or --join", line));
+    }
     setenv("COZ_FIXED_LINE", line.c_str(), 1);
   }
   auto is_file_line = [](const std::string& spec) { return parse_file_line(spec).has_value(); };
