@@ -44,7 +44,8 @@ fail() { echo "FAIL: $1 (DOM: $out/dom.html)"; exit 1; }
 dom="$out/dom.html"
 grep -q 'data-ready="true"' "$dom" || fail "the viewer did not start"
 if [ "$top" != "-" ]; then
-  grep -q "id=\"effect-1\"[^>]*data-line=\"$top\"" "$dom" || fail "rank #1 is not $top"
+  top_re="$(printf '%s' "$top" | sed 's/[][\.*^$]/\\&/g')"  # "a.c:10 [server]": brackets are literal
+  grep -q "id=\"effect-1\"[^>]*data-line=\"$top_re\"" "$dom" || fail "rank #1 is not $top"
 fi
 grep -q 'class="curve-plot"' "$dom" || fail "no plot was rendered"
 grep -q 'class="band"' "$dom" || fail "no interval band in the plots"
@@ -84,6 +85,11 @@ callees=""
 if grep -qE '^stack.*[^;]+ \[[^];]+\]' "${profiles[@]}"; then callees=yes; fi
 if [ -n "$callees" ]; then
   grep -q 'class="callee"' "$dom" || fail "no \"↳ N% in F [LIB]\" note for lines mostly inside a callee"
+fi
+# Under coz run --system, lines are "FILE:LINE [PROGRAM]": the conventional table says which program each is in.
+program="$(grep -ohE '^samples	location=[^	]*:[0-9]+ \[[^]]+\]' "${profiles[@]}" | head -1 | sed -E 's/.*\[([^]]+)\]$/\1/' || true)"
+if [ -n "$program" ]; then
+  grep -qE "class=\"fn\"[^>]*>([^<]* · )?in $program<" "$dom" || fail "the conventional profile does not say a line is in $program"
 fi
 if grep -q '^sampling' "${profiles[@]}"; then
   grep -q '>in-scope samples<' "$dom" || fail "no in-scope samples figure from the sampling records"
