@@ -28,9 +28,11 @@
 //                             a full one-page pipe, and the child's read of a
 //                             page makes the room that wakes it. KIND exit or
 //                             _exit: the child ends each round, and the
-//                             parent's waitpid returns.
+//                             parent's waitpid returns. KIND futex: a raw
+//                             FUTEX_WAKE on a word in shared memory.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <linux/futex.h>
 #include <coz.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -42,6 +44,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -312,7 +315,45 @@ static int run_exit_wake(int hard) {
   return 0;
 }
 
+// Each round the child spins ~20 ms on `selected`, then wakes the parent
+// with a raw FUTEX_WAKE on a word in memory both share (MAP_SHARED, so a
+// shared futex: the kernel keys it by the page, not by the process).
+static int run_futex_wake(void) {
+  struct Shared {
+    uint32_t go, done;
+    double woken_at;
+  };
+  struct Shared* sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (sh == MAP_FAILED) fail("mmap");
+  pid_t child = fork();
+  if (child < 0) fail("fork");
+  if (child == 0) {
+    for (uint32_t round = 1; round <= kRounds; ++round) {
+      while (__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE) < round) syscall(SYS_futex, &sh->go, FUTEX_WAIT, round - 1, NULL, NULL, 0);
+      spin_selected(0.020);
+      sh->woken_at = now_s();
+      __atomic_store_n(&sh->done, round, __ATOMIC_RELEASE);
+      syscall(SYS_futex, &sh->done, FUTEX_WAKE, 1, NULL, NULL, 0);
+    }
+    exit(0);
+  }
+  printf("futex:");
+  for (uint32_t round = 1; round <= kRounds; ++round) {
+    __atomic_store_n(&sh->go, round, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &sh->go, FUTEX_WAKE, 1, NULL, NULL, 0);
+    while (__atomic_load_n(&sh->done, __ATOMIC_ACQUIRE) < round) syscall(SYS_futex, &sh->done, FUTEX_WAIT, round - 1, NULL, NULL, 0);
+    double woken = sh->woken_at;
+    spin_other(0.003);
+    COZ_PROGRESS_NAMED("round");
+    printf(" %.2f", (now_s() - woken - 0.003) * 1000);
+  }
+  printf("\n");
+  reap(child, 0);
+  return 0;
+}
+
 static int run_wake(const char* kind) {
+  if (strcmp(kind, "futex") == 0) return run_futex_wake();
   if (strcmp(kind, "full-pipe") == 0) return run_full_pipe();
   if (strcmp(kind, "exit") == 0 || strcmp(kind, "_exit") == 0) return run_exit_wake(kind[0] == '_');
   int go[2], wake[2];
@@ -367,7 +408,7 @@ int main(int argc, char** argv) {
     count_progress_until(atof(argv[2]));
     return 0;
   }
-  fprintf(stderr, "usage: processes pause SECONDS | kill | late | wake pipe|socketpair|tcp|full-pipe|exit|_exit | twin SECONDS PATH"
+  fprintf(stderr, "usage: processes pause SECONDS | kill | late | wake pipe|socketpair|tcp|full-pipe|exit|_exit|futex | twin SECONDS PATH"
                   " | progress SECONDS\n");
   return 2;
 }
