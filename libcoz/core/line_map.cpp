@@ -16,20 +16,28 @@
 namespace coz {
 
 namespace {
-std::string& program_suffix() {
-  static std::string* suffix = new std::string;  // never destroyed: names are taken at exit
-  return *suffix;
-}
+// " [PROGRAM]": plain storage, neither a function-local static (whose
+// initialisation guard, held by a thread at the moment another forked,
+// stayed held in the child forever: both of its threads hung in
+// __cxa_guard_acquire at their first line name) nor an object with a
+// destructor (names are taken at exit).
+char g_program_suffix[128];
+size_t g_program_suffix_size = 0;
 }  // namespace
 
 void set_line_program(std::string_view program) {
-  program_suffix() = program.empty() ? std::string() : " [" + std::string(program) + "]";
+  if (program.empty() || program.size() + 3 > sizeof g_program_suffix) return;
+  std::string suffix = " [" + std::string(program) + "]";
+  suffix.copy(g_program_suffix, suffix.size());
+  g_program_suffix_size = suffix.size();
 }
 
-const std::string& line_program_suffix() { return program_suffix(); }
+std::string_view line_program_suffix() { return {g_program_suffix, g_program_suffix_size}; }
 
 std::string SourceLine::name() const {
-  return file + ":" + (line == 0 ? function : std::to_string(line)) + line_program_suffix();
+  std::string name = file + ":" + (line == 0 ? function : std::to_string(line));
+  name += line_program_suffix();
+  return name;
 }
 
 namespace {

@@ -26,7 +26,7 @@ class ElfFile;     // elf_file.h
 /// each is in (docs/system.md). Set once, before any name is taken.
 void set_line_program(std::string_view program);
 /// " [PROGRAM]" as set_line_program set it; "" outside `coz run --system`.
-const std::string& line_program_suffix();
+std::string_view line_program_suffix();
 
 /// Where distributions install separate debug files (debug_file.h).
 inline constexpr std::string_view default_debug_root = "/usr/lib/debug";

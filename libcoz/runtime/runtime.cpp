@@ -251,7 +251,7 @@ void join_system(Runtime& rt) {
   if (!rt.system_slot) log::warn("more than {} processes in the run: the leader will not wait for this one's delays",
                                  SystemShared::process_capacity);
   rt.ledger.share_counts(&shared->ledger);
-  rt.points.share(&shared->points, line_program_suffix());
+  rt.points.share(&shared->points, std::string(line_program_suffix()));
   // One experiment selects one line everywhere: lines, not functions (docs/system.md).
   rt.config.granularity = Config::Granularity::Line;
   if (SourceLine* fixed = rt.fixed_line.load(std::memory_order_acquire)) SystemLink(rt).publish_fixed_line(fixed->name());
