@@ -166,6 +166,15 @@ static int run_late(void) {
 
 enum { kRounds = 24 };
 
+// The parent's side of a round, once the child has woken it (`woken`, when
+// the child woke it): 3 ms of work, a progress point, and how much longer
+// than the work the round took from the wake, in ms.
+static void end_round(double woken) {
+  spin_other(0.003);
+  COZ_PROGRESS_NAMED("round");
+  printf(" %.2f", (now_s() - woken - 0.003) * 1000);
+}
+
 static void write_byte(int fd) {
   char c = 1;
   while (write(fd, &c, 1) != 1) {
@@ -278,10 +287,7 @@ static int run_full_pipe(void) {
   printf("full-pipe:");
   for (int round = 0; round < kRounds; ++round) {
     write_all(p[1], page, kPage);
-    double woken = *woken_at;
-    spin_other(0.003);
-    COZ_PROGRESS_NAMED("round");
-    printf(" %.2f", (now_s() - woken - 0.003) * 1000);
+    end_round(*woken_at);
   }
   printf("\n");
   close(p[1]);
@@ -306,10 +312,7 @@ static int run_exit_wake(int hard) {
       exit(0);
     }
     reap(child, 0);
-    double woken = *woken_at;
-    spin_other(0.003);
-    COZ_PROGRESS_NAMED("round");
-    printf(" %.2f", (now_s() - woken - 0.003) * 1000);
+    end_round(*woken_at);
   }
   printf("\n");
   return 0;
@@ -342,10 +345,7 @@ static int run_futex_wake(void) {
     __atomic_store_n(&sh->go, round, __ATOMIC_RELEASE);
     syscall(SYS_futex, &sh->go, FUTEX_WAKE, 1, NULL, NULL, 0);
     while (__atomic_load_n(&sh->done, __ATOMIC_ACQUIRE) < round) syscall(SYS_futex, &sh->done, FUTEX_WAIT, round - 1, NULL, NULL, 0);
-    double woken = sh->woken_at;
-    spin_other(0.003);
-    COZ_PROGRESS_NAMED("round");
-    printf(" %.2f", (now_s() - woken - 0.003) * 1000);
+    end_round(sh->woken_at);
   }
   printf("\n");
   reap(child, 0);
@@ -371,10 +371,7 @@ static int run_wake(const char* kind) {
   printf("%s:", kind);
   for (int round = 0; round < kRounds; ++round) {
     write_byte(go[1]);
-    double woken = read_time(wake[0]);
-    spin_other(0.003);
-    COZ_PROGRESS_NAMED("round");
-    printf(" %.2f", (now_s() - woken - 0.003) * 1000);
+    end_round(read_time(wake[0]));
   }
   printf("\n");
   close(go[1]);
