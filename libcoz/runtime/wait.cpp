@@ -1,5 +1,7 @@
 #include "wait.h"
 
+#include <optional>
+
 #include "runtime.h"
 #include "channels.h"
 #include "thread_registry.h"
@@ -77,6 +79,39 @@ void catch_up_if_owed() {
   errno = saved;
 }
 
+namespace {
+
+/// Before a wake: pays what the thread owes, then returns the credit to
+/// post (the local count it stands at), or nullopt when no delay of an
+/// experiment may be owed any more (nothing to claim). A signal handler that
+/// wakes (the self-pipe trick) may have interrupted the thread inside ledger
+/// code: paying there would pay the same debt twice. The interrupted code
+/// settles it; the credit is what stands.
+std::optional<uint64_t> pay_before_waking(Runtime& rt, ThreadState& t) {
+  if (!t.ledger.busy.load(std::memory_order_relaxed)) rt.ledger.catch_up(t.ledger);
+  if (!rt.ledger.delays_outstanding()) return std::nullopt;
+  return t.ledger.local.load(std::memory_order_relaxed);
+}
+
+/// This process's slot of `coz run --system`; nullptr outside it, and in a
+/// vfork child (its parent's slot, in its parent's memory).
+ProcessSlot* own_system_slot(Runtime* rt) {
+  if (!rt || !rt->system || !rt->system_slot) return nullptr;
+  return rt->system_slot->pid.load(std::memory_order_relaxed) == sys::getpid() ? rt->system_slot : nullptr;
+}
+
+/// wake_parent_at_exit, for a process known to be of the run.
+void post_exit(Runtime& rt) {
+  ThreadState* t = current_thread();
+  if (!t || !rt.ledger.delays_outstanding() || in_runtime()) return;
+  RuntimeSection section;
+  int saved = errno;
+  if (std::optional<uint64_t> credit = pay_before_waking(rt, *t)) rt.system->wakes.post(WakeKind::Exit, sys::getpid(), *credit);
+  errno = saved;
+}
+
+}  // namespace
+
 void wake_through_kernel(WakeKind kind, int target) {
   ThreadState* t = current_thread();
   Runtime* rt = runtime();
@@ -84,55 +119,29 @@ void wake_through_kernel(WakeKind kind, int target) {
   if (!t || !rt || !rt->ledger.delays_outstanding() || in_runtime()) return;
   RuntimeSection section;
   int saved = errno;
-  // A signal handler that writes to a pipe (the self-pipe trick) may have
-  // interrupted this thread inside ledger code: paying there would pay the
-  // same debt twice. The interrupted code settles it; post what stands.
-  if (!t->ledger.busy.load(std::memory_order_relaxed)) rt->ledger.catch_up(t->ledger);
-  if (!rt->ledger.delays_outstanding()) {
-    errno = saved;
-    return;
-  }
-  uint64_t credit = t->ledger.local.load(std::memory_order_relaxed);
-  rt->wakes.post(kind, target, credit);
-  // `coz run --system`: the woken thread may be another process's, which
-  // knows the descriptor only by the kernel object behind it.
-  if (rt->system && (kind == WakeKind::Write || kind == WakeKind::Connect || kind == WakeKind::Unlock ||
-                     kind == WakeKind::Read)) {
-    if (uint64_t channel = channel_id(target)) rt->system->wakes.post(kind, sys::getpid(), credit, channel);
+  if (std::optional<uint64_t> credit = pay_before_waking(*rt, *t)) {
+    rt->wakes.post(kind, target, *credit);
+    // `coz run --system`: the woken thread may be another process's, which
+    // knows the descriptor only by the kernel object behind it.
+    if (rt->system && (kind == WakeKind::Write || kind == WakeKind::Connect || kind == WakeKind::Unlock ||
+                       kind == WakeKind::Read)) {
+      if (uint64_t channel = channel_id(target)) rt->system->wakes.post(kind, sys::getpid(), *credit, channel);
+    }
   }
   errno = saved;
 }
 
-namespace {
-/// This process's slot of `coz run --system`; nullptr outside it, and in a
-/// vfork child (its parent's slot, in its parent's memory).
-ProcessSlot* own_system_slot(Runtime* rt) {
-  if (!rt || !rt->system || !rt->system_slot) return nullptr;
-  return rt->system_slot->pid.load(std::memory_order_relaxed) == sys::getpid() ? rt->system_slot : nullptr;
-}
-}  // namespace
-
 void leave_system_at_exit() {
   Runtime* rt = runtime();
-  if (ProcessSlot* slot = own_system_slot(rt)) {
-    wake_parent_at_exit();
-    slot->state.store(ProcessSlot::Exited, std::memory_order_release);
-  }
+  ProcessSlot* slot = own_system_slot(rt);
+  if (!slot) return;
+  post_exit(*rt);
+  slot->state.store(ProcessSlot::Exited, std::memory_order_release);
 }
 
 void wake_parent_at_exit() {
   Runtime* rt = runtime();
-  if (!own_system_slot(rt) || in_runtime()) return;
-  const int me = sys::getpid();
-  ThreadState* t = current_thread();
-  if (!t || !rt->ledger.delays_outstanding()) return;
-  RuntimeSection section;
-  int saved = errno;
-  if (!t->ledger.busy.load(std::memory_order_relaxed)) rt->ledger.catch_up(t->ledger);
-  if (rt->ledger.delays_outstanding()) {
-    rt->system->wakes.post(WakeKind::Exit, me, t->ledger.local.load(std::memory_order_relaxed));
-  }
-  errno = saved;
+  if (own_system_slot(rt)) post_exit(*rt);
 }
 
 bool is_exit_of(const WakeRecord& record, int child) {
