@@ -182,14 +182,13 @@ int pthread_mutex_lock(pthread_mutex_t* mutex) {
   // the Wait's two clock reads on every uncontended lock were 14% of
   // SQLite's point queries here (its mutexes are taken several times per
   // query). trylock is not interposed: it is the real one.
-  if (!coz::delays_possible()) {
-    // Nothing to pay first: try at once. Reading the lock word before the
-    // exchange, as below, made a contended mutex's cache line come twice
-    // (shared, then exclusive): that read was 2.4% of mutex_crowd's time.
-    if (int err = pthread_mutex_trylock(mutex); err != EBUSY) return err;
-  } else if (!held_by_someone(mutex)) {
-    // Free: pay, then take it if nobody came first.
-    coz::catch_up();
+  // With nothing to pay, try at once: reading the lock word first made a
+  // contended mutex's cache line come twice (shared, then exclusive), 2.4%
+  // of mutex_crowd's time. With delays to pay, only a free mutex is worth
+  // paying for and trying; a held one's queue absorbs the debt (below).
+  const bool may_owe = coz::delays_possible();
+  if (!may_owe || !held_by_someone(mutex)) {
+    if (may_owe) coz::catch_up_if_owed();
     if (int err = pthread_mutex_trylock(mutex); err != EBUSY) return err;
   }
   Wait w(coz::WaitKind::Mutex, held_by_someone(mutex) ? Wait::Entry::QueueWithDebt : Wait::Entry::PayFirst);
