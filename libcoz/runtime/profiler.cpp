@@ -183,7 +183,6 @@ void Profiler::run_in_system() {
 }
 
 bool Profiler::choose_in_system(ExperimentChoice& choice) {
-  constexpr uint64_t gather_timeout_ns = 10'000'000;  // the followers' samples since the window began
   auto stop = [&] { return stopping_.load(std::memory_order_acquire) || program_gone(); };
   const bool fixed = !rt_.config.fixed_line.empty();
   // A --fixed-line no process has code at yet: said once (a library loaded
@@ -207,7 +206,7 @@ bool Profiler::choose_in_system(ExperimentChoice& choice) {
       // own when it wakes, and waking every follower at each poll of an
       // idle program would cost them a wake-up every few ms.
       if (!gathered) {
-        system_->gather_samples(gather_timeout_ns);
+        system_->gather_samples();
         gathered = true;
       }
       name = system_->choose(scheduler_);
@@ -326,10 +325,9 @@ SourceLine* Profiler::wait_for_line() {
 void Profiler::start_line_choice() {
   // `coz run --system`: the window starts once every process has published
   // what it sampled so far (an experiment's samples, which must stay out).
-  constexpr uint64_t gather_timeout_ns = 10'000'000;
   if (system_ && system_->lead_held()) {
     system_->publish_samples();
-    system_->gather_samples(gather_timeout_ns);
+    system_->gather_samples();
     system_->start_choice();
   }
   FutexGuard guard(rt_.lines_lock);

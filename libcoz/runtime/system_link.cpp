@@ -88,7 +88,8 @@ void SystemLink::publish_samples() {
   }
 }
 
-bool SystemLink::gather_samples(uint64_t timeout_ns) {
+bool SystemLink::gather_samples() {
+  constexpr uint64_t timeout_ns = 10'000'000;  // a follower settles in about a sample period
   // Called between experiments (the word is even): +2 keeps it so, a
   // change the followers act on as at an end, by settling and publishing.
   shared_.experiment_seq.fetch_add(2, std::memory_order_acq_rel);

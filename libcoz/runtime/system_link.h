@@ -45,10 +45,10 @@ class SystemLink {
   /// Adds this process's samples since the last call to the shared counts.
   void publish_samples();
   /// Has every follower publish its samples now, and waits for them (at
-  /// most `timeout_ns`; false then). A follower otherwise publishes when it
+  /// most 10 ms; false then). A follower otherwise publishes when it
   /// wakes, up to 20 ms late: the leader's own samples of the window came
   /// first, and a line only a follower ran was never chosen.
-  bool gather_samples(uint64_t timeout_ns);
+  bool gather_samples();
   /// Starts the window of samples the next line is chosen from.
   void start_choice();
   /// A line name in proportion to its samples in every process since
