@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "analysis.h"
+#include "file_line.h"
 
 namespace coz_bench {
 
@@ -127,16 +128,11 @@ bool path_matches(const std::string& location, const std::string& suffix) {
   return location.size() > suffix.size() && location.compare(location.size() - suffix.size(), suffix.size(), suffix) == 0 &&
          location[location.size() - suffix.size() - 1] == '/';
 }
-
-/// `name` without the " [PROGRAM]" that `coz run --system` adds.
-std::string without_program(const std::string& name) {
-  size_t open = name.rfind(" [");
-  return open != std::string::npos && name.back() == ']' ? name.substr(0, open) : name;
-}
 }  // namespace
 
 bool location_matches(const std::string& location, const std::string& suffix) {
-  return path_matches(location, suffix) || path_matches(without_program(location), suffix);
+  // Without the " [PROGRAM]" that `coz run --system` adds.
+  return path_matches(location, suffix) || path_matches(std::string(coz::split_program(location).spec), suffix);
 }
 
 bool point_matches(const BenchProgram& program, const std::string& point) {
