@@ -257,6 +257,18 @@ void join_system(Runtime& rt) {
   if (SourceLine* fixed = rt.fixed_line.load(std::memory_order_acquire)) SystemLink(rt).publish_fixed_line(fixed->name());
 }
 
+/// Starts this process's profiler thread (g_profiler). Under `coz run
+/// --system`, a process without one gives up the lead it may hold: another
+/// process runs the experiments.
+void start_profiler(Runtime& rt) {
+  g_profiler = new Profiler(rt);
+  g_profiler->after_signal_shutdown(&summarize_after_exit_signal);
+  if (!g_profiler->start()) {
+    g_profiler = nullptr;
+    if (rt.system) SystemLink(rt).release_lead();
+  }
+}
+
 /// A forked child is a program of its own: it gets a fresh experiment state,
 /// its own sampler for the one thread it has, its own profiler thread, and
 /// writes its own records (tagged with its pid) to the same profile. Nothing
@@ -292,12 +304,7 @@ void on_fork_child() {
     if (rt->sampling_enabled) start_process_sampling(*rt);
     if (rt->sampling_enabled) start_sampling(*t, rt->config);
   }
-  g_profiler = new Profiler(*rt);  // the parent's profiler thread does not exist here
-  g_profiler->after_signal_shutdown(&summarize_after_exit_signal);
-  if (!g_profiler->start()) {
-    g_profiler = nullptr;
-    if (rt->system) SystemLink(*rt).release_lead();  // another process runs the experiments
-  }
+  start_profiler(*rt);  // the parent's profiler thread does not exist here
   detail::tls_in_runtime = mine.outer_section;
   SignalsDeferred::release(mine.signals);
 }
@@ -397,12 +404,7 @@ void start() {
   register_current_thread(rt->ledger.global());
   // After the runtime's first allocations: see fork_prepare for why.
   pthread_atfork(&fork_prepare, &fork_parent, &on_fork_child);
-  g_profiler = new Profiler(*rt);
-  g_profiler->after_signal_shutdown(&summarize_after_exit_signal);
-  if (!g_profiler->start()) {
-    g_profiler = nullptr;
-    if (rt->system) SystemLink(*rt).release_lead();  // another process runs the experiments
-  }
+  start_profiler(*rt);
   install_exit_signal_handlers(&finish_profile_for_exit_signal);
 }
 
