@@ -152,16 +152,4 @@ void DelayLedger::post_block(ThreadLedger& t, bool skip) {
   pay(t);
 }
 
-void DelayLedger::post_block_claim(ThreadLedger& t, std::optional<uint64_t> credit) {
-  {
-    BusyScope busy(t);
-    t.blocked.store(false, std::memory_order_release);
-    // Never past the global count: a waker that overslept its last payment
-    // stands a little ahead of it, and so would this thread, owing nothing
-    // for a while that it should owe.
-    if (credit) raise_local(t, std::min(*credit, global()));
-  }
-  pay(t);
-}
-
 }  // namespace coz

@@ -113,17 +113,23 @@ class DelayLedger {
   /// the call, it would be paid holding what the call acquired (a contended
   /// mutex), stalling every thread that waits for it.
   void pre_block(ThreadLedger& t);
-  /// After it returns: `skip` when another thread woke it up. Pays what remains owed.
+  /// After it returns: `skip` when another thread of the program woke it
+  /// up (a pthread call, or a wake through the kernel found on the
+  /// WakeBoard), which skips everything that accrued until the return, the
+  /// time it waited for a core after the wake included. Pays what remains owed.
+  ///
+  /// Why until the return: woken, a thread often waits for a core that the
+  /// threads running the selected line hold, and that wait is shorter in
+  /// the sped-up program. A wake through a descriptor used to skip only
+  /// up to the waker's count at the wake and pay the rest: a pool's
+  /// dispatcher, woken by each result while both workers held the two
+  /// cores, paid ~0.3 ms per wake, 14 of an experiment's 20 ms of delays
+  /// in all, on its workers' path. Predictions fell 2-5 points short on
+  /// every request/response and pool structure (proc_pool +20% for +26%).
   void post_block(ThreadLedger& t, bool skip);
   /// Whether delays were credited since the thread blocked: only then does it
   /// matter who ended the wait (a thread woken without, pays nothing either way).
   bool accrued_while_blocked(const ThreadLedger& t) const { return global() > t.pre_block_global; }
-  /// After a wait that a thread of the program ended through the kernel (a
-  /// write to a pipe, WakeBoard): `credit` is the local count the waker stood
-  /// at, having caught up, when it woke this thread. The thread stands there
-  /// too, then pays only what accrued after the wake; with no credit (woken
-  /// by the outside world), it pays everything that accrued while it slept.
-  void post_block_claim(ThreadLedger& t, std::optional<uint64_t> credit);
   /// Before waiting for a mutex that another thread holds: notes the debt
   /// instead of paying it. Paid first, it kept the thread out of the queue:
   /// with every waiter paying at once, the lock was sometimes released to no

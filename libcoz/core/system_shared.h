@@ -63,7 +63,7 @@ struct ProcessSlot {
 
 struct SystemShared {
   static constexpr uint64_t magic_value = 0x6d6574737973'7a6fULL;  // "ozsystem"
-  static constexpr uint32_t version_value = 1;
+  static constexpr uint32_t version_value = 2;  // 2: wake records carry no delay count
   static constexpr size_t process_capacity = 1024;
 
   uint64_t magic = magic_value;

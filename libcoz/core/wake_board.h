@@ -1,23 +1,22 @@
-// Recent wake-ups through the kernel: the credit a waking thread leaves for
-// the thread it wakes.
+// Recent wake-ups through the kernel: how a thread woken through a
+// descriptor tells a wake of the program from one of the outside world.
 //
 // Threads of one program often wake each other through descriptors, not
 // pthread calls: a write to a pipe, a socket or an eventfd, a connect, a
 // signal, an io_uring submission. The waker catches up (pays its delays)
-// first, as before any wake, then posts a record here: what it did, to
-// which descriptor (or thread), and the delay count it stood at. The woken
-// thread, back from read/epoll_wait/poll/accept/..., looks for a record
-// posted while it waited that reaches the descriptor it waited on
-// (channels.h decides); if it finds one, it claims that credit instead of
-// paying the delays that accrued while it slept (DelayLedger::post_block_claim).
-// Woken by the outside world (a client, a timer, a child), it finds none
-// and pays.
+// first, as before any wake, then posts a record here: what it did, and to
+// which descriptor (or thread). The woken thread, back from
+// read/epoll_wait/poll/accept/..., looks for a record posted while it
+// waited that reaches the descriptor it waited on (channels.h decides); if
+// it finds one, it skips the delays that accrued while it slept, as a
+// thread woken by a pthread call does (DelayLedger::post_block). Woken by
+// the outside world (a client, a timer, a child), it finds none and pays.
 //
 // A fixed ring of records, overwritten oldest first: posting is a few
 // stores and one fetch_add, with no lock and no system call, because it
 // sits on every write of the program. Records are posted only while delays
 // of an experiment may be owed (DelayLedger::delays_outstanding): during a
-// 0% experiment nothing accrues, so there is nothing to claim. A wait longer
+// 0% experiment nothing accrues, so there is nothing to decide. A wait longer
 // than the ring's memory may miss its waker and pay: that costs accuracy
 // only on waits during which more than `capacity` other writes happened.
 #pragma once
@@ -40,8 +39,7 @@ enum class WakeKind : uint32_t {
 
 struct WakeRecord {
   WakeKind kind;
-  int target;       // on the board of `coz run --system` (system_shared.h): the poster's pid
-  uint64_t credit;  // the waker's local delay count when it posted (it had caught up)
+  int target;  // on the board of `coz run --system` (system_shared.h): the poster's pid
   /// On the board of `coz run --system`: the kernel object the wake went
   /// through, named so that any process can tell (channel_id in channels.h).
   uint64_t channel = 0;
@@ -62,20 +60,23 @@ class WakeBoard {
 
   /// Posts a record. Lock-free; safe from any thread (not from signal handlers
   /// that interrupt a post on the same thread: none do).
-  void post(WakeKind kind, int target, uint64_t credit, uint64_t channel = 0);
+  void post(WakeKind kind, int target, uint64_t channel = 0);
 
-  /// The credit of the oldest record posted at or after `since` for which
-  /// `reaches(record)` is true, asking at most `max_checks` times; records
-  /// overwritten meanwhile are skipped. Oldest first: the first write that
-  /// reached the waiter is the one that woke it.
+  /// Whether a record posted at or after `since` reaches the waiter
+  /// (`reaches(record)`), asking at most `max_checks` times, newest first
+  /// (the wake that ended the wait is most often the last one that reached
+  /// it: two readers of one pipe are both woken by a write, one takes the
+  /// data and the other returns with a later write's); records overwritten
+  /// meanwhile are skipped.
   /// `foreign_to`: on the board of `coz run --system`, the reader's pid:
   /// its own records are skipped (its process's board has them), the others
   /// marked foreign.
   template <typename Reaches>
-  std::optional<uint64_t> first_since(uint64_t since, int max_checks, Reaches&& reaches, int foreign_to = 0) const {
+  bool reached_since(uint64_t since, int max_checks, Reaches&& reaches, int foreign_to = 0) const {
     uint64_t end = head();
     uint64_t begin = end > capacity && since < end - capacity ? end - capacity : since;
-    for (uint64_t seq = begin; seq < end && max_checks > 0; ++seq) {
+    for (uint64_t seq = end; seq > begin && max_checks > 0;) {
+      --seq;
       WakeRecord record;
       if (!read(seq, record)) continue;
       if (foreign_to != 0) {
@@ -83,16 +84,15 @@ class WakeBoard {
         record.foreign = true;
       }
       --max_checks;
-      if (reaches(record)) return record.credit;
+      if (reaches(record)) return true;
     }
-    return std::nullopt;
+    return false;
   }
 
  private:
   struct Slot {
     std::atomic<uint64_t> seq{slot_empty};  // the record's sequence number once complete
     std::atomic<uint64_t> kind_and_target{0};
-    std::atomic<uint64_t> credit{0};
     std::atomic<uint64_t> channel{0};
   };
 

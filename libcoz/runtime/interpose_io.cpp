@@ -1,8 +1,9 @@
 // The interposed calls through which threads wait for and wake each other
 // with descriptors, signals and child processes. Same shapes as
 // interpose.cpp (wait.h), with one addition: a wake through the kernel
-// leaves the waker's credit on the WakeBoard, and a wait claims it only if
-// the record reached the descriptor it waited on (channels.h). A separate
+// leaves a record on the WakeBoard (its credit), and a wait claims it, skipping
+// what accrued while it waited, only if the record reached the descriptor
+// it waited on (channels.h). A separate
 // file because these wrappers share that matching, which the pthread ones
 // never need.
 //

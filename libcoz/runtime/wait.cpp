@@ -63,10 +63,10 @@ KernelWait::KernelWait(WaitKind kind, Timing timing, const void* caller)
 
 bool KernelWait::must_decide() const { return thread_ && rt_->ledger.accrued_while_blocked(thread_->ledger); }
 
-void KernelWait::finish(std::optional<uint64_t> credit) {
+void KernelWait::finish(bool woken_by_program) {
   if (!thread_) return;
   if (start_ != 0) record_blocked(kind_, sys::monotonic_ns() - start_, caller_);
-  rt_->ledger.post_block_claim(thread_->ledger, credit);
+  rt_->ledger.post_block(thread_->ledger, woken_by_program);
 }
 
 void catch_up_if_owed() {
@@ -81,16 +81,14 @@ void catch_up_if_owed() {
 
 namespace {
 
-/// Before a wake: pays what the thread owes, then returns the credit to
-/// post (the local count it stands at), or nullopt when no delay of an
-/// experiment may be owed any more (nothing to claim). A signal handler that
-/// wakes (the self-pipe trick) may have interrupted the thread inside ledger
-/// code: paying there would pay the same debt twice. The interrupted code
-/// settles it; the credit is what stands.
-std::optional<uint64_t> pay_before_waking(Runtime& rt, ThreadState& t) {
+/// Before a wake: pays what the thread owes, then says whether to post the
+/// wake: not when no delay of an experiment may be owed any more (nothing
+/// to decide). A signal handler that wakes (the self-pipe trick) may have
+/// interrupted the thread inside ledger code: paying there would pay the
+/// same debt twice. The interrupted code settles it.
+bool pay_before_waking(Runtime& rt, ThreadState& t) {
   if (!t.ledger.busy.load(std::memory_order_relaxed)) rt.ledger.catch_up(t.ledger);
-  if (!rt.ledger.delays_outstanding()) return std::nullopt;
-  return t.ledger.local.load(std::memory_order_relaxed);
+  return rt.ledger.delays_outstanding();
 }
 
 /// This process's slot of `coz run --system`; nullptr outside it, and in a
@@ -106,7 +104,7 @@ void post_exit(Runtime& rt) {
   if (!t || !rt.ledger.delays_outstanding() || in_runtime()) return;
   RuntimeSection section;
   int saved = errno;
-  if (std::optional<uint64_t> credit = pay_before_waking(rt, *t)) rt.system->wakes.post(WakeKind::Exit, sys::getpid(), *credit);
+  if (pay_before_waking(rt, *t)) rt.system->wakes.post(WakeKind::Exit, sys::getpid());
   errno = saved;
 }
 
@@ -119,13 +117,13 @@ void wake_through_kernel(WakeKind kind, int target) {
   if (!t || !rt || !rt->ledger.delays_outstanding() || in_runtime()) return;
   RuntimeSection section;
   int saved = errno;
-  if (std::optional<uint64_t> credit = pay_before_waking(*rt, *t)) {
-    rt->wakes.post(kind, target, *credit);
+  if (pay_before_waking(*rt, *t)) {
+    rt->wakes.post(kind, target);
     // `coz run --system`: the woken thread may be another process's, which
     // knows the descriptor only by the kernel object behind it.
     if (rt->system && (kind == WakeKind::Write || kind == WakeKind::Connect || kind == WakeKind::Unlock ||
                        kind == WakeKind::Read)) {
-      if (uint64_t channel = channel_id(target)) rt->system->wakes.post(kind, sys::getpid(), *credit, channel);
+      if (uint64_t channel = channel_id(target)) rt->system->wakes.post(kind, sys::getpid(), channel);
     }
   }
   errno = saved;

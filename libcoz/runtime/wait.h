@@ -5,6 +5,7 @@
 // synchronisation) and interpose_io.cpp (waits and wakes through descriptors).
 #pragma once
 
+#include <algorithm>
 #include <errno.h>
 
 #include <cstdint>
@@ -44,8 +45,9 @@ class Wait {
 };
 
 /// A wait that another thread of the program may end through the kernel (a
-/// write to the pipe it reads, a signal, a connect): on exit, it claims the
-/// credit of the WakeBoard record that reached it, or pays.
+/// write to the pipe it reads, a signal, a connect): on exit, a WakeBoard
+/// record that reached it means a thread of the program woke it, and it
+/// skips what accrued while it waited; without one, it pays.
 class KernelWait {
  public:
   /// How long it blocked goes to the wait sites of the conventional profile
@@ -61,9 +63,7 @@ class KernelWait {
     if (!thread_) return;
     RuntimeSection section;
     int saved = errno;
-    std::optional<uint64_t> credit;
-    if (must_decide()) credit = first_credit(reaches);
-    finish(credit);
+    finish(must_decide() && woken_by_program(reaches));
     errno = saved;
   }
   /// Ends a wait that nothing in the program could have ended (a child's
@@ -72,24 +72,24 @@ class KernelWait {
     if (!thread_) return;
     RuntimeSection section;
     int saved = errno;
-    finish(std::nullopt);
+    finish(false);
     errno = saved;
   }
 
  private:
-  /// The credit of the oldest record since the wait began that `reaches` it.
+  /// Whether a record posted since the wait began reaches it
+  /// (WakeBoard::reached_since): of this process or, under `coz run
+  /// --system`, of another process of the run.
   template <typename Reaches>
-  std::optional<uint64_t> first_credit(Reaches&& reaches) const {
+  bool woken_by_program(Reaches&& reaches) const {
     // Each check may cost a system call or two (channels.h): bounded.
     constexpr int max_checks = 64;
-    if (auto credit = board_->first_since(since_, max_checks, reaches)) return credit;
-    // `coz run --system`: a thread of another process may have woken it.
-    if (shared_board_) return shared_board_->first_since(shared_since_, max_checks, reaches, sys::getpid());
-    return std::nullopt;
+    if (board_->reached_since(since_, max_checks, reaches)) return true;
+    return shared_board_ && shared_board_->reached_since(shared_since_, max_checks, reaches, sys::getpid());
   }
   /// Delays accrued while blocked: only then does it matter who ended the wait.
   bool must_decide() const;
-  void finish(std::optional<uint64_t> credit);
+  void finish(bool woken_by_program);
 
   WaitKind kind_;
   const void* caller_;

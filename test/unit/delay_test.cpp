@@ -264,40 +264,47 @@ TEST_F(DelayTest, ZeroSpeedupExperimentInsertsNothing) {
   EXPECT_EQ(ledger.pay(b), 0u);
 }
 
-// Woken through the kernel (a write to a pipe): the waiter stands where the
-// waker stood when it wrote, and pays only what accrued after that.
-TEST_F(DelayTest, WaiterClaimsTheWakersCreditAndPaysWhatAccruedAfter) {
+// Woken by a thread of the program (a write to a pipe it read, found on the
+// WakeBoard, or a pthread call): the waiter skips everything that accrued
+// until it returned, the wait for a core after the wake included.
+TEST_F(DelayTest, WokenByTheProgramSkipsWhatAccruedUntilItReturned) {
   ledger.begin_experiment(500);
   ledger.pre_block(b);
   ledger.credit_sample(a);
-  ledger.credit_sample(a);  // a's work before the wake: b skips it
-  uint64_t credit = a.local.load();
-  ledger.credit_sample(a);  // after the wake, before b runs: b owes it
+  ledger.credit_sample(a);  // a's work before the wake
+  ledger.credit_sample(a);  // after the wake, while b waits for a core a holds
   EXPECT_TRUE(ledger.accrued_while_blocked(b));
-  ledger.post_block_claim(b, credit);
-  EXPECT_EQ(g_slept_total, 500u);
+  ledger.post_block(b, /*skip=*/true);
+  EXPECT_EQ(g_slept_total, 0u);
   EXPECT_EQ(ledger.owed(b), 0u);
+  ledger.credit_sample(a);
+  EXPECT_EQ(ledger.owed(b), 500u) << "what accrues after the return is owed in full";
 }
 
-// Woken from outside (no credit to claim): pays everything that accrued.
-TEST_F(DelayTest, WaiterWithoutCreditPaysEverythingThatAccrued) {
+// Woken from outside (no record reached it): pays everything that accrued.
+TEST_F(DelayTest, WokenFromOutsidePaysEverythingThatAccrued) {
   ledger.begin_experiment(500);
   ledger.pre_block(b);
   ledger.credit_sample(a);
   ledger.credit_sample(a);
-  ledger.post_block_claim(b, std::nullopt);
+  ledger.post_block(b, /*skip=*/false);
   EXPECT_EQ(g_slept_total, 1000u);
 }
 
-// A waker that overslept stands ahead of the global count: the claim stops there.
-TEST_F(DelayTest, ClaimNeverMovesPastTheGlobalCount) {
+// A thread that overslept its payment before blocking stands ahead of the
+// clock; woken by the program, it keeps that lead, as it would had it not
+// blocked (OversleepIsCreditedSoErrorDoesNotAccumulate).
+TEST_F(DelayTest, WokenByTheProgramKeepsTheWaitersOwnLead) {
   ledger.begin_experiment(500);
-  ledger.pre_block(b);
   ledger.credit_sample(a);
-  ledger.post_block_claim(b, ledger.global() + 10'000);
-  EXPECT_EQ(b.local.load(), ledger.global());
+  g_oversleep = 60;
+  ledger.pre_block(b);  // pays 500 + 60: stands 60 ahead
+  g_oversleep = 0;
   ledger.credit_sample(a);
-  EXPECT_EQ(ledger.owed(b), 500u) << "what accrues later is owed in full";
+  ledger.post_block(b, /*skip=*/true);
+  EXPECT_EQ(b.local.load(), ledger.global() + 60);
+  ledger.credit_sample(a);
+  EXPECT_EQ(ledger.owed(b), 440u) << "the lead is taken off what accrues later";
 }
 
 TEST_F(DelayTest, NothingAccruedNothingToDecide) {
