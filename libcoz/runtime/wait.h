@@ -5,7 +5,6 @@
 // synchronisation) and interpose_io.cpp (waits and wakes through descriptors).
 #pragma once
 
-#include <algorithm>
 #include <errno.h>
 
 #include <cstdint>
