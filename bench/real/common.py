@@ -128,20 +128,46 @@ def arguments(doc, **iterations):
     ap.add_argument("--truth-seconds", type=float, default=2)
     ap.add_argument("--profile-seconds", type=float, default=45)
     ap.add_argument("--runs", type=int, default=2, help="default-mode profiles")
+    ap.add_argument("--system", action="store_true",
+                    help="profile the server and its load generator as one system: the server leads a "
+                         "`coz run --system` run that the load generator joins (docs/system.md), so that a "
+                         "virtual speedup pauses the load generator too")
     return ap.parse_args()
 
 
-def profile_under_load(path, start, run_load, *options):
+SYSTEM_NAME = "coz-bench-real"
+
+
+def profile_under_load(path, start, run_load, *options, system=False):
     """A fresh profile at PATH: `start(wrapper)` starts the server under
-    `coz run -o PATH OPTIONS ---`, `run_load()` loads it, then SIGTERM.
-    Returns the server's (status, stderr)."""
+    `coz run -o PATH OPTIONS ---`, `run_load(wrapper)` loads it, then SIGTERM.
+    With SYSTEM, the server leads a `coz run --system` run and the load
+    generator joins it (its wrapper): on a machine they share, a pause of the
+    server alone leaves the load generator the cores for nothing, and the
+    pauses are then taken off the experiment's time. Returns the server's
+    (status, stderr)."""
     path.unlink(missing_ok=True)
-    server = start(coz("run", "-o", path, *options, "---"))
+    if system:
+        server = start(coz("run", f"--system={SYSTEM_NAME}", "-o", path, *options, "---"))
+        join = coz("run", "--join", SYSTEM_NAME, "---")
+    else:
+        server = start(coz("run", "-o", path, *options, "---"))
+        join = []
     try:
-        run_load()
+        run_load(join)
     finally:
         status, err = server.stop()
     return status, err
+
+
+def point_name(name, program, system):
+    """A progress point as the report names it: under `coz run --system`, with its program."""
+    return f"{name} [{program}]" if system else name
+
+
+def location(name):
+    """A line's FILE:LINE without the program a `coz run --system` profile adds (`FILE:LINE [PROGRAM]`)."""
+    return name.split(" [", 1)[0]
 
 
 def interleaved(variants, rounds, measure):
@@ -222,8 +248,9 @@ def rank_among(effects, point, line, lines=()):
     when it has one, else its function's (found in LINES, the report's
     lines table, when the line has no effect of its own)."""
     mine = [e for e in effects if e["point"] == point]
-    own = next((e for e in mine if e["line"].endswith(line) and not e.get("function_unit")), None)
-    function = own["function"] if own else next((l["function"] for l in lines if l["location"].endswith(line)), None)
+    own = next((e for e in mine if location(e["line"]).endswith(line) and not e.get("function_unit")), None)
+    function = own["function"] if own else next((l["function"] for l in lines if location(l["location"]).endswith(line)),
+                                                None)
     for i, e in enumerate(mine, 1):
         if e is own or (function and e.get("function_unit") and e["function"] == function):
             return i, own or e

@@ -13,7 +13,10 @@ interleaved rounds; the profiles are default-mode `coz run`s of the full
 variant. Prints markdown tables; exit 0 (the rows say pass or miss).
 
     bench/real/memcached.py [--work DIR] [--rounds N] [--truth-seconds S]
-                            [--profile-seconds S] [--runs N]
+                            [--profile-seconds S] [--runs N] [--system]
+
+--system profiles memcached and its load generator as one system (the
+load generator, built with -g for that, joins the run).
 """
 import subprocess
 import sys
@@ -53,7 +56,7 @@ def prepare(work):
                            stdout=subprocess.DEVNULL)
         subprocess.run(["make", "-j2", "memcached"], cwd=src, check=True, stdout=subprocess.DEVNULL)
     load = work / "mc_load"
-    subprocess.run(["cc", "-O2", "-pthread", "-o", load, common.HERE / "mc_load.c"], check=True)
+    subprocess.run(["cc", "-O2", "-g", "-pthread", "-o", load, common.HERE / "mc_load.c"], check=True)
     return src, binary, load, common.line_of(proto, "@inject:get"), common.line_of(items, "@inject:off")
 
 
@@ -62,8 +65,8 @@ def serve(binary, env, wrapper=()):
                          ready_port=PORT)
 
 
-def load_rate(load, seconds):
-    out = subprocess.run([load, str(PORT), str(CONNECTIONS), str(seconds)], check=True, capture_output=True,
+def load_rate(load, seconds, wrapper=()):
+    out = subprocess.run([*wrapper, load, str(PORT), str(CONNECTIONS), str(seconds)], check=True, capture_output=True,
                          text=True).stdout
     return float(out.split(":")[1].split()[0])
 
@@ -93,7 +96,8 @@ def main():
 
     def profile_once(path, *options):
         start = lambda wrapper: serve(binary, full, wrapper=wrapper)
-        status, err = common.profile_under_load(path, start, lambda: load_rate(load, args.profile_seconds), *options)
+        status, err = common.profile_under_load(path, start, lambda join: load_rate(load, args.profile_seconds, join),
+                                                *options, system=args.system)
         if status not in (0, -15):
             log(f"memcached under coz ended with {status}: {err[-500:]}")
 
@@ -102,13 +106,15 @@ def main():
         log(f"profile run {run + 1}/{args.runs}: {args.profile_seconds} s under load")
         profiles.append(args.work / f"memcached-{run + 1}.coz")
         profile_once(profiles[-1])
+    point = common.point_name("response", "memcached", args.system)
     modes = {}
-    for mode in ("line", "function"):
+    for mode in () if args.system else ("line", "function"):  # --system experiments on lines only
         modes[mode] = args.work / f"memcached-{mode}.coz"
         log(f"profile run with --granularity {mode}")
         profile_once(modes[mode], "--granularity", mode)
 
-    print(f"## memcached 1.6.18, `-t 2`, {CONNECTIONS} connections, 9 gets in 10\n")
+    print(f"## memcached 1.6.18, `-t 2`, {CONNECTIONS} connections, 9 gets in 10"
+          f"{', one system with its load generator (--system)' if args.system else ''}\n")
     print(f"Throughput, median of {args.rounds} interleaved rounds of {args.truth_seconds:g} s:\n")
     common.table(["variant", "requests/s", "rounds"],
                  [[v, f"{rate[v]:.0f}", " ".join(f"{x:.0f}" for x in rates[v])] for v in variants])
@@ -120,9 +126,9 @@ def main():
     for name, files in analyses:
         a = common.report(files)
         effects = a["effects"]
-        rank, get = common.rank_among(effects, "response", get_line)
-        _, off = common.rank_among(effects, "response", off_line)
-        tops.append(common.settled_top(effects, "response"))
+        rank, get = common.rank_among(effects, point, get_line)
+        _, off = common.rank_among(effects, point, off_line)
+        tops.append(common.settled_top(effects, point))
         for label, effect, at, truth in (("get", get, 0.5, truths["get @50%"]), ("get", get, 1.0, truths["get @100%"]),
                                          ("off", off, 1.0, truths["off @100%"])):
             if label == "off":  # the target: never labelled "speeds up" (its prediction may rest on 1-3 exps)
@@ -135,7 +141,7 @@ def main():
     print(f"\nInjected lines: get = {get_line}, off = {off_line}. Predictions from default-mode profiles "
           f"({args.runs} runs of {args.profile_seconds:g} s):\n")
     common.table(["profile", "line", "rank, verdict", "predicted", "actual", "error (points)", "target"], rows)
-    common.agreement_and_retests(tops, profiles, modes, "response", get_line, profile_once, args.work, "memcached",
+    common.agreement_and_retests(tops, profiles, modes, point, get_line, profile_once, args.work, "memcached",
                                  args.profile_seconds)
     return 0
 

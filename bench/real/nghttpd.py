@@ -12,7 +12,10 @@ with the progress point given as `--progress FILE:LINE` (a hardware
 breakpoint, no source change) checks that it works on this server.
 
     bench/real/nghttpd.py [--work DIR] [--rounds N] [--truth-seconds S]
-                          [--profile-seconds S] [--runs N]
+                          [--profile-seconds S] [--runs N] [--system]
+
+--system profiles nghttpd and h2load as one system (h2load joins the run),
+except the `--progress` run, which is per process.
 """
 import subprocess
 import sys
@@ -58,8 +61,8 @@ def serve(binary, docroot, env, wrapper=()):
     return common.Server([*wrapper, binary, "--no-tls", "-n", "2", "-d", docroot, str(PORT)], env, ready_port=PORT)
 
 
-def load_rate(h2load, seconds):
-    out = subprocess.run([h2load, *LOAD, "-D", f"{seconds:g}", f"http://127.0.0.1:{PORT}/index.html"], check=True,
+def load_rate(h2load, seconds, wrapper=()):
+    out = subprocess.run([*wrapper, h2load, *LOAD, "-D", f"{seconds:g}", f"http://127.0.0.1:{PORT}/index.html"], check=True,
                          capture_output=True, text=True).stdout
     line = next(l for l in out.splitlines() if l.startswith("finished in"))
     return float(line.split(",")[1].split()[0])
@@ -84,9 +87,12 @@ def main():
     rates = common.interleaved(list(variants), args.rounds, measure)
     rate = {v: common.median(r) for v, r in rates.items()}
 
-    def profile(path, *options):
+    def profile(path, *options, system=args.system):
         start = lambda wrapper: serve(nghttpd, docroot, full, wrapper=wrapper)
-        return common.profile_under_load(path, start, lambda: load_rate(h2load, args.profile_seconds), *options)
+        return common.profile_under_load(path, start, lambda join: load_rate(h2load, args.profile_seconds, join),
+                                         *options, system=system)
+
+    point = common.point_name("response", "nghttpd", args.system)
 
     profiles = []
     for run in range(args.runs):
@@ -95,15 +101,15 @@ def main():
         profile(path)
         profiles.append(path)
     modes = {}
-    for mode in ("line", "function"):
+    for mode in () if args.system else ("line", "function"):  # --system experiments on lines only
         modes[mode] = args.work / f"nghttpd-{mode}.coz"
         log(f"profile run with --granularity {mode}")
         profile(modes[mode], "--granularity", mode)
     bp_path = args.work / "nghttpd-breakpoint.coz"
     log("profile with --progress (a hardware breakpoint at the stream close)")
-    bp_status, bp_err = profile(bp_path, "--progress", close_line)
+    bp_status, bp_err = profile(bp_path, "--progress", close_line, system=False)
 
-    print("## nghttpd 1.52.0, `-n 2`, h2load `-c 4 -m 10`\n")
+    print(f"## nghttpd 1.52.0, `-n 2`, h2load `-c 4 -m 10`{', one system with h2load (--system)' if args.system else ''}\n")
     print(f"Throughput, median of {args.rounds} interleaved rounds of {args.truth_seconds:g} s:\n")
     common.table(["variant", "requests/s", "rounds"],
                  [[v, f"{rate[v]:.0f}", " ".join(f"{x:.0f}" for x in rates[v])] for v in variants])
@@ -112,8 +118,8 @@ def main():
     rows, tops = [], []
     for name, files in [(f"run {i + 1}", [p]) for i, p in enumerate(profiles)] + [("both runs", profiles)]:
         effects = common.report(files)["effects"]
-        rank, effect = common.rank_among(effects, "response", respond_line)
-        tops.append(common.settled_top(effects, "response"))
+        rank, effect = common.rank_among(effects, point, respond_line)
+        tops.append(common.settled_top(effects, point))
         for at, truth in truths.items():
             passes = lambda error: (error is not None and abs(error) <= 5 and rank == 1
                                     and effect["label"] == "positive")
@@ -121,7 +127,7 @@ def main():
     print(f"\nInjected line: {respond_line}. Predictions from default-mode profiles "
           f"({args.runs} runs of {args.profile_seconds:g} s):\n")
     common.table(["profile", "line speedup", "rank, verdict", "predicted", "actual", "error (points)", "target"], rows)
-    common.agreement_and_retests(tops, profiles, modes, "response", respond_line, profile, args.work, "nghttpd",
+    common.agreement_and_retests(tops, profiles, modes, point, respond_line, profile, args.work, "nghttpd",
                                  args.profile_seconds)
     bp = common.report([bp_path])
     bp_rank, bp_effect = common.rank_among(bp["effects"], close_line, respond_line)
