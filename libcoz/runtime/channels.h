@@ -50,8 +50,13 @@ class WaitedChannel {
 /// same in every process: a pipe, FIFO, eventfd or locked file by its inode;
 /// a socket by its local address (which its peer knows as the peer
 /// address). 0 when it cannot be told. For `coz run --system`, whose
-/// processes cannot look at each other's descriptors.
+/// processes cannot look at each other's descriptors. Remembered per
+/// descriptor (descriptor_memo.h) until forget_channel says it was closed.
 uint64_t channel_id(int fd);
+/// After `fd` was closed, replaced (dup2, dup3) or returned by accept.
+void forget_channel(int fd);
+/// After the descriptors from `first` to `last` (inclusive) were closed.
+void forget_channels(unsigned first, unsigned last);
 
 /// A thread's own signals: whether `record` is a signal to the thread `tid`
 /// or to its whole process.

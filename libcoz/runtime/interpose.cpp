@@ -655,12 +655,16 @@ int cnd_broadcast(cnd_t* cond) {
 /// Passes the runtime's descriptors by.
 int close(int fd) {
   if (coz::descriptors::is_runtime(fd)) return errno = EBADF, -1;
-  return functions().close(fd);
+  int ret = functions().close(fd);
+  coz::forget_channel(fd);  // after: a channel learned meanwhile is the closed object's
+  return ret;
 }
 
 /// Closes the program's descriptors in the range, around the runtime's.
 int close_range(unsigned int first, unsigned int last, int flags) {
-  return coz::descriptors::close_range_except_runtime(first, last, flags);
+  int ret = coz::descriptors::close_range_except_runtime(first, last, flags);
+  if (!(flags & CLOSE_RANGE_CLOEXEC)) coz::forget_channels(first, last);
+  return ret;
 }
 
 /// As close_range to the end. Where the kernel has no close_range (before
@@ -668,7 +672,10 @@ int close_range(unsigned int first, unsigned int last, int flags) {
 /// library's own closefrom.
 void closefrom(int low) {
   const unsigned first = low < 0 ? 0u : static_cast<unsigned>(low);
-  if (coz::descriptors::close_range_except_runtime(first, ~0u, 0) == 0 || errno != ENOSYS) return;
+  if (coz::descriptors::close_range_except_runtime(first, ~0u, 0) == 0 || errno != ENOSYS) {
+    coz::forget_channels(first, ~0u);
+    return;
+  }
   int past = static_cast<int>(first);
   for (int fd = coz::descriptors::next_runtime(first, ~0u); fd >= 0;
        fd = coz::descriptors::next_runtime(static_cast<unsigned>(fd) + 1, ~0u)) {
@@ -676,18 +683,23 @@ void closefrom(int low) {
     past = fd + 1;
   }
   functions().closefrom(past);
+  coz::forget_channels(first, ~0u);
 }
 
 /// Never over, nor from, one of the runtime's descriptors.
 int dup2(int fd, int target) {
   if (coz::descriptors::is_runtime(fd) || coz::descriptors::is_runtime(target)) return errno = EBADF, -1;
-  return functions().dup2(fd, target);
+  int ret = functions().dup2(fd, target);
+  coz::forget_channel(target);
+  return ret;
 }
 
 /// As dup2.
 int dup3(int fd, int target, int flags) {
   if (coz::descriptors::is_runtime(fd) || coz::descriptors::is_runtime(target)) return errno = EBADF, -1;
-  return functions().dup3(fd, target, flags);
+  int ret = functions().dup3(fd, target, flags);
+  coz::forget_channel(target);
+  return ret;
 }
 
 // ---- seccomp ------------------------------------------------------------------------

@@ -244,6 +244,7 @@ int eventfd_read(int fd, eventfd_t* value) {
 int accept(int fd, struct sockaddr* addr, socklen_t* addr_len) {
   KernelWait w(WaitKind::Io);
   int ret = functions().accept(fd, addr, addr_len);
+  coz::forget_channel(ret);  // a number closed where the runtime could not see it
   done_on(w, ret);
   return ret;
 }
@@ -252,6 +253,7 @@ int accept(int fd, struct sockaddr* addr, socklen_t* addr_len) {
 int accept4(int fd, struct sockaddr* addr, socklen_t* addr_len, int flags) {
   KernelWait w(WaitKind::Io);
   int ret = functions().accept4(fd, addr, addr_len, flags);
+  coz::forget_channel(ret);  // a number closed where the runtime could not see it
   done_on(w, ret);
   return ret;
 }

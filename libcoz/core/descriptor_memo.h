@@ -1,0 +1,68 @@
+// A value remembered per descriptor number until the number is closed or
+// replaced: for what costs system calls to learn about a descriptor and is
+// asked again and again (channels.h: the kernel object a wake goes through,
+// an fstat and a getsockname, asked at every read and write of a speedup
+// experiment under `coz run --system`).
+//
+// Forgetting is the caller's: the interposed close family (close,
+// close_range, closefrom, dup2 and dup3 over a number) and accept, after the
+// call. A number closed where the runtime cannot see it (inside the C
+// library's fclose, a raw system call) keeps its value until one of those
+// forgets it: an object opened at that number meanwhile is named as the old one.
+//
+// Lock-free, no allocation, constant-initialised (no guard: safe across
+// fork, docs/lifecycle.md).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace coz {
+
+/// Non-zero values per descriptor number below `Size` (0: not known).
+template <unsigned Size>
+class DescriptorMemo {
+ public:
+  /// The value remembered for `fd`, else `learn()`'s, remembered unless the
+  /// number was forgotten while it was being learned (it may then name the
+  /// object closed meanwhile). Numbers from `Size` up are learned each time.
+  template <typename Learn>
+  uint64_t remember(int fd, Learn&& learn) {
+    if (fd < 0 || static_cast<unsigned>(fd) >= Size) return learn();
+    Slot& slot = slots_[fd];
+    if (uint64_t known = slot.value.load()) return known;
+    const uint32_t forgets = slot.forgets.load();
+    const uint64_t value = learn();
+    if (value == 0) return 0;
+    slot.value.store(value);
+    // A forget since: its own store of 0 may have come before ours.
+    if (slot.forgets.load() != forgets) {
+      uint64_t expected = value;
+      slot.value.compare_exchange_strong(expected, 0);
+    }
+    return value;
+  }
+
+  /// After `fd` was closed or replaced.
+  void forget(int fd) {
+    if (fd < 0 || static_cast<unsigned>(fd) >= Size) return;
+    slots_[fd].forgets.fetch_add(1);
+    slots_[fd].value.store(0);
+  }
+
+  /// After the numbers from `first` to `last` (inclusive) were closed.
+  void forget_range(unsigned first, unsigned last) {
+    for (unsigned fd = first; fd < Size && fd <= last; ++fd) forget(static_cast<int>(fd));
+  }
+
+ private:
+  // Sequentially consistent throughout: remember's store of the value and
+  // load of `forgets` must not pass forget's increment and store.
+  struct Slot {
+    std::atomic<uint64_t> value{0};
+    std::atomic<uint32_t> forgets{0};
+  };
+  Slot slots_[Size];
+};
+
+}  // namespace coz
