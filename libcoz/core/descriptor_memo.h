@@ -10,6 +10,10 @@
 // library's fclose, a raw system call) keeps its value until one of those
 // forgets it: an object opened at that number meanwhile is named as the old one.
 //
+// Until the first value is learned, forgetting is a single load: the close
+// family forgets on every call, in every run, and only `coz run --system`
+// learns anything.
+//
 // Lock-free, no allocation, constant-initialised (no guard: safe across
 // fork, docs/lifecycle.md).
 #pragma once
@@ -31,6 +35,9 @@ class DescriptorMemo {
     if (fd < 0 || static_cast<unsigned>(fd) >= Size) return learn();
     Slot& slot = slots_[fd];
     if (uint64_t known = slot.value.load()) return known;
+    // Before the learning: a forget that finds the memo unused comes
+    // before this store, so its close came before the learning too.
+    if (!used_.load()) used_.store(true);
     const uint32_t forgets = slot.forgets.load();
     const uint64_t value = learn();
     if (value == 0) return 0;
@@ -45,13 +52,14 @@ class DescriptorMemo {
 
   /// After `fd` was closed or replaced.
   void forget(int fd) {
-    if (fd < 0 || static_cast<unsigned>(fd) >= Size) return;
+    if (fd < 0 || static_cast<unsigned>(fd) >= Size || !used_.load()) return;
     slots_[fd].forgets.fetch_add(1);
     slots_[fd].value.store(0);
   }
 
   /// After the numbers from `first` to `last` (inclusive) were closed.
   void forget_range(unsigned first, unsigned last) {
+    if (!used_.load()) return;
     for (unsigned fd = first; fd < Size && fd <= last; ++fd) forget(static_cast<int>(fd));
   }
 
@@ -63,6 +71,7 @@ class DescriptorMemo {
     std::atomic<uint32_t> forgets{0};
   };
   Slot slots_[Size];
+  std::atomic<bool> used_{false};  // a value was ever learned
 };
 
 }  // namespace coz

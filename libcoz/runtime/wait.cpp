@@ -1,7 +1,5 @@
 #include "wait.h"
 
-#include <optional>
-
 #include "runtime.h"
 #include "channels.h"
 #include "thread_registry.h"
