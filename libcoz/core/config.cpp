@@ -74,6 +74,7 @@ Config Config::from_environment(std::vector<std::string>& errors) {
   read_number<uint64_t>("COZ_EXPERIMENT_MAX_NS", c.experiment_max_ns, 1'000'000, 600'000'000'000, errors);
   read_number<uint64_t>("COZ_COOLOFF_NS", c.cooloff_ns, 0, 10'000'000'000, errors);
   read_number<uint64_t>("COZ_TARGET_VISITS", c.target_visits, 1, 1'000'000, errors);
+  read_number("COZ_DELAY_SAMPLING_RATE", c.delay_sampling_rate, 1u, 8u, errors);
   if (c.experiment_max_ns < c.experiment_min_ns) c.experiment_max_ns = c.experiment_min_ns;
   return c;
 }
