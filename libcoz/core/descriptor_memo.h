@@ -1,8 +1,9 @@
 // A value remembered per descriptor number until the number is closed or
 // replaced: for what costs system calls to learn about a descriptor and is
 // asked again and again (channels.h: the kernel object a wake goes through,
-// an fstat and a getsockname, asked at every read and write of a speedup
-// experiment under `coz run --system`).
+// an fstat and a getsockname or getpeername, asked for every wake record a
+// waiter checks in a speedup experiment, and at every read and write of one
+// under `coz run --system`).
 //
 // Forgetting is the caller's: the interposed close family (close,
 // close_range, closefrom, dup2 and dup3 over a number) and accept, after the
@@ -11,8 +12,8 @@
 // forgets it: an object opened at that number meanwhile is named as the old one.
 //
 // Until the first value is learned, forgetting is a single load: the close
-// family forgets on every call, in every run, and only `coz run --system`
-// learns anything.
+// family forgets on every call, in every run, and nothing is learned before
+// an experiment inserts delays.
 //
 // Lock-free, no allocation, constant-initialised (no guard: safe across
 // fork, docs/lifecycle.md).

@@ -14,28 +14,17 @@
 namespace coz {
 namespace {
 
-bool same_address(const sockaddr_storage& a, socklen_t a_len, const sockaddr_storage& b, socklen_t b_len) {
-  if (a.ss_family != b.ss_family) return false;
-  if (a.ss_family == AF_INET) {
-    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
-    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
-    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
-  }
-  if (a.ss_family == AF_INET6) {
-    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
-    const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
-    return x.sin6_port == y.sin6_port && std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr) == 0;
-  }
-  // AF_UNIX and the rest: the address bytes (an unnamed UNIX socket's is the family alone).
-  return a_len == b_len && std::memcmp(&a, &b, a_len) == 0;
-}
-
 uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL; }
+
+/// The low bits of a name that WaitedChannel's memo uses for its Type;
+/// names are compared without them (same_channel).
+constexpr uint64_t type_bits = 3;
+bool same_channel(uint64_t a, uint64_t b) { return a != 0 && (a & ~type_bits) == (b & ~type_bits); }
 
 uint64_t inode_id(dev_t dev, ino_t ino) { return mix(mix(0x1F00, dev), ino) | 1; }
 
-/// An address as same_address compares it: inet by family, port and
-/// address; the rest by their bytes (an unnamed UNIX socket: its family).
+/// An address's name: inet by family, port and address; the rest by their
+/// bytes (an unnamed UNIX socket: its family alone).
 uint64_t address_id(const sockaddr_storage& a, socklen_t len) {
   uint64_t h = mix(0x50C7, a.ss_family);
   if (a.ss_family == AF_INET) {
@@ -53,21 +42,71 @@ uint64_t address_id(const sockaddr_storage& a, socklen_t len) {
   return h | 1;
 }
 
-/// channel_id's answers. Under `coz run --system` each read and write of a
-/// speedup experiment names its channel (wait.cpp): an fstat and a
-/// getsockname each time, ~23,000 of each a second in memcached under load
-/// (perf stat), and only while experiments inserted delays: a cost their
-/// 0% baselines did not pay.
+/// channel_id's answers. Each record a waiter checks names its far end
+/// (WaitedChannel::reached_by), and under `coz run --system` each read and
+/// write of a speedup experiment names its own channel (wait.cpp): an
+/// fstat and a getsockname each time were ~23,000 of each a second in
+/// memcached under load (perf stat), and ~140,000 getsockname for the
+/// checks, all only while experiments inserted delays: a cost their 0%
+/// baselines did not pay.
 DescriptorMemo<4096> g_channels;
 
+/// Whether `a` is an inet socket's address before bind or connect gave it
+/// a port: the address it will have is not known yet.
+bool unbound(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) return reinterpret_cast<const sockaddr_in&>(a).sin_port == 0;
+  if (a.ss_family == AF_INET6) return reinterpret_cast<const sockaddr_in6&>(a).sin6_port == 0;
+  return false;
+}
+
+/// A connection's name from one end: its own address and its peer's.
+/// Named by the local address alone, every socket a server accepted on one
+/// port would be the same channel to each of its clients.
+uint64_t connection_id(const sockaddr_storage& near, socklen_t near_len, const sockaddr_storage& far,
+                       socklen_t far_len) {
+  return mix(address_id(near, near_len), address_id(far, far_len)) | 1;
+}
+
+/// A connected socket's own address and its peer's; false where either
+/// cannot be told, and for an address with no port yet (a connect's own
+/// wake is posted before the call binds the socket: remembered, that name
+/// would outlive the bind).
+bool connection_ends(int fd, sockaddr_storage& local, socklen_t& local_len, sockaddr_storage& peer,
+                     socklen_t& peer_len) {
+  local_len = peer_len = sizeof(sockaddr_storage);
+  return getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0 && !unbound(local) &&
+         getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0;
+}
+
+/// 0 where it cannot be told: a socket with no peer (yet).
 uint64_t learn_channel_id(int fd) {
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) return 0;
   if (!S_ISSOCK(st.st_mode)) return inode_id(st.st_dev, st.st_ino);
-  sockaddr_storage local{};
-  socklen_t len = sizeof local;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return 0;
-  return address_id(local, len);
+  sockaddr_storage local{}, peer{};
+  socklen_t local_len, peer_len;
+  if (!connection_ends(fd, local, local_len, peer, peer_len)) return 0;
+  return connection_id(local, local_len, peer, peer_len);
+}
+
+/// What a waiter knows of the descriptor it waits on, remembered as its
+/// far end's name (as channel_id names it) with the Type in the low bits.
+/// Every wait of a speedup experiment on a busy line looks it up: an fstat
+/// and a getpeername each time were ~23,000 system calls a second in
+/// memcached under load.
+DescriptorMemo<4096> g_waited;
+
+/// What WaitedChannel keeps of `fd`; 0 where it cannot be told, and for a
+/// socket with no peer yet, which a connect or an accept may give it.
+uint64_t learn_waited(int fd) {
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) return 0;
+  if (S_ISFIFO(st.st_mode)) return (inode_id(st.st_dev, st.st_ino) & ~type_bits) | WaitedChannel::pipe_code;
+  if (!S_ISSOCK(st.st_mode)) return (inode_id(st.st_dev, st.st_ino) & ~type_bits) | WaitedChannel::other_code;
+  sockaddr_storage local{}, peer{};
+  socklen_t local_len, peer_len;
+  if (!connection_ends(fd, local, local_len, peer, peer_len)) return 0;
+  return (connection_id(peer, peer_len, local, local_len) & ~type_bits) | WaitedChannel::socket_code;
 }
 
 }  // namespace
@@ -76,52 +115,53 @@ uint64_t channel_id(int fd) {
   return g_channels.remember(fd, [fd] { return learn_channel_id(fd); });
 }
 
-void forget_channel(int fd) { g_channels.forget(fd); }
+void forget_channel(int fd) {
+  g_channels.forget(fd);
+  g_waited.forget(fd);
+}
 
-void forget_channels(unsigned first, unsigned last) { g_channels.forget_range(first, last); }
+void forget_channels(unsigned first, unsigned last) {
+  g_channels.forget_range(first, last);
+  g_waited.forget_range(first, last);
+}
 
 WaitedChannel::WaitedChannel(int fd) : fd_(fd) {
+  const uint64_t known = g_waited.remember(fd, [fd] { return learn_waited(fd); });
+  if (known != 0) {
+    type_ = static_cast<Type>(known & type_bits);
+    channel_id_ = known & ~type_bits;
+    return;
+  }
+  // Not remembered: a socket with no peer yet (a listening one, or one not
+  // yet connected) waits on its own inode, and is looked at again next time.
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) return;
-  dev_ = st.st_dev;
-  ino_ = st.st_ino;
-  if (S_ISFIFO(st.st_mode)) {
-    type_ = Type::Pipe;
-  } else if (S_ISSOCK(st.st_mode)) {
-    peer_len_ = sizeof peer_;
-    type_ = getpeername(fd, reinterpret_cast<sockaddr*>(&peer_), &peer_len_) == 0 ? Type::Socket : Type::Other;
-  } else {
-    type_ = Type::Other;
-  }
-  channel_id_ = type_ == Type::Socket ? address_id(peer_, peer_len_) : inode_id(dev_, ino_);
+  type_ = Type::Other;
+  channel_id_ = inode_id(st.st_dev, st.st_ino) & ~type_bits;
 }
 
 bool WaitedChannel::reached_by(const WakeRecord& record) const {
   if (type_ == Type::Unknown || record.kind == WakeKind::Signal) return false;
-  if (record.foreign) return record.channel != 0 && record.channel == channel_id_;
+  if (record.foreign) return record.channel != 0 && same_channel(record.channel, channel_id_);
   int w = record.target;
   switch (type_) {
     case Type::Other:
       if (w == fd_) return true;
-      if (record.kind == WakeKind::Unlock) {  // a lock on the same file through another descriptor
-        struct stat st;
-        return fstat(w, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
-      }
-      return false;
-    case Type::Pipe: {
-      struct stat st;
-      return w != fd_ && fstat(w, &st) == 0 && S_ISFIFO(st.st_mode) && st.st_dev == dev_ && st.st_ino == ino_;
-    }
-    case Type::Socket: {
+      // A lock on the same file through another descriptor.
+      return record.kind == WakeKind::Unlock && same_channel(channel_id(w), channel_id_);
+    // The far end by its remembered name (channel_id): a waiter checks
+    // every record posted while it waited, and with an fstat or a
+    // getsockname per record, memcached's waits under load made ~10 such
+    // calls per request in speedup experiments alone (their 0% baselines
+    // post nothing), which cost it ~9% of its throughput there.
+    case Type::Pipe:
+      return w != fd_ && same_channel(channel_id(w), channel_id_);
+    case Type::Socket:
       if (w == fd_ || (record.kind != WakeKind::Write && record.kind != WakeKind::Connect &&
                        record.kind != WakeKind::Read)) {
         return false;
       }
-      sockaddr_storage local{};
-      socklen_t local_len = sizeof local;
-      if (getsockname(w, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) return false;
-      return same_address(local, local_len, peer_, peer_len_);
-    }
+      return same_channel(channel_id(w), channel_id_);
     case Type::Unknown: break;
   }
   return false;
