@@ -138,14 +138,24 @@ def arguments(doc, **iterations):
 SYSTEM_NAME = "coz-bench-real"
 
 
-def profile_under_load(path, start, run_load, *options, system=False):
+# How much longer the load runs than a profiled server (profile_under_load).
+LOAD_MARGIN = 3
+
+
+def profile_under_load(path, start, run_load, seconds, *options, system=False):
     """A fresh profile at PATH: `start(wrapper)` starts the server under
-    `coz run -o PATH OPTIONS ---`, `run_load(wrapper)` loads it, then SIGTERM.
+    `coz run -o PATH OPTIONS ---`, `run_load(wrapper, seconds)` loads it.
+    The server gets SIGTERM after SECONDS, while the load still runs (it is
+    given LOAD_MARGIN seconds more): an experiment that straddled the end of
+    the load, or ran on an idle server after it, would count the drop in
+    progress against whichever line it selected (a 100% point of an
+    off-path line once read -107% from one such experiment).
     With SYSTEM, the server leads a `coz run --system` run and the load
     generator joins it (its wrapper): on a machine they share, a pause of the
     server alone leaves the load generator the cores for nothing, and the
     pauses are then taken off the experiment's time. Returns the server's
     (status, stderr)."""
+    import threading
     path.unlink(missing_ok=True)
     if system:
         server = start(coz("run", f"--system={SYSTEM_NAME}", "-o", path, *options, "---"))
@@ -153,10 +163,20 @@ def profile_under_load(path, start, run_load, *options, system=False):
     else:
         server = start(coz("run", "-o", path, *options, "---"))
         join = []
+
+    def load():
+        try:
+            run_load(join, seconds + LOAD_MARGIN)
+        except (subprocess.CalledProcessError, ValueError, IndexError):
+            pass  # its server went first, as it should: what it printed is not used
+
+    loader = threading.Thread(target=load)
+    loader.start()
     try:
-        run_load(join)
+        time.sleep(seconds)
     finally:
         status, err = server.stop()
+        loader.join()
     return status, err
 
 

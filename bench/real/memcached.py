@@ -96,8 +96,8 @@ def main():
 
     def profile_once(path, *options):
         start = lambda wrapper: serve(binary, full, wrapper=wrapper)
-        status, err = common.profile_under_load(path, start, lambda join: load_rate(load, args.profile_seconds, join),
-                                                *options, system=args.system)
+        status, err = common.profile_under_load(path, start, lambda join, seconds: load_rate(load, seconds, join),
+                                                args.profile_seconds, *options, system=args.system)
         if status not in (0, -15):
             log(f"memcached under coz ended with {status}: {err[-500:]}")
 

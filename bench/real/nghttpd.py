@@ -89,8 +89,8 @@ def main():
 
     def profile(path, *options, system=args.system):
         start = lambda wrapper: serve(nghttpd, docroot, full, wrapper=wrapper)
-        return common.profile_under_load(path, start, lambda join: load_rate(h2load, args.profile_seconds, join),
-                                         *options, system=system)
+        return common.profile_under_load(path, start, lambda join, seconds: load_rate(h2load, seconds, join),
+                                         args.profile_seconds, *options, system=system)
 
     point = common.point_name("response", "nghttpd", args.system)
 
