@@ -25,10 +25,9 @@ ProfileWriter::SamplingTotals sampling_totals(const Runtime& rt) {
   const SamplingStats& stats = rt.stats;
   const uint64_t period_ns = rt.config.sample_period_ns;
   ProfileWriter::SamplingTotals t;
-  // Counted samples are one per configured period (counted_in_profile); not
-  // so for CPU-time timers, which fire on the scheduler tick: there, how much
-  // CPU time a sample stands for is unknown, and no coverage is claimed.
-  if (!timer_sampling()) t.period_ns = period_ns;
+  // Counted samples are one per configured period (counted_in_profile), a
+  // CPU-time timer's signal as many as the periods it says went by.
+  t.period_ns = period_ns;
   t.cpu_time_ns = sys::process_cpu_ns();
   t.samples = stats.samples.load(std::memory_order_relaxed);
   t.in_scope = stats.in_scope();

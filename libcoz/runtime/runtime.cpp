@@ -436,7 +436,7 @@ void report_coverage(const Runtime& rt) {
   // Start-up (the line map, the frame tables) dominates a very short run.
   constexpr uint64_t minimum_cpu_for_coverage_warning_ns = 1'000'000'000;
   uint64_t cpu_ns = sys::process_cpu_ns();
-  if (cpu_ns == 0 || !rt.sampling_enabled || timer_sampling()) return;  // timers: see sampling_totals
+  if (cpu_ns == 0 || !rt.sampling_enabled) return;
   double share = static_cast<double>(rt.stats.in_scope()) * static_cast<double>(rt.config.sample_period_ns) /
                  static_cast<double>(cpu_ns);
   log::info("CPU time attributed to lines: {:.1f}% of {:.2f} s", share * 100.0, cpu_ns / 1e9);

@@ -156,9 +156,10 @@ bool in_breakpoint_trap(const Runtime& rt, const UnwindRegisters& regs) {
 /// selected line. Samples of the runtime's own work count nowhere.
 /// `source`: the sampler that took it. `walk`: room for the walk, the
 /// thread's own unless another thread walks its sample (the profiler
-/// thread, for the per-CPU rings).
+/// thread, for the per-CPU rings). `periods`: how many periods of the
+/// thread's CPU time the sample stands for (a timer's, see on_sample_signal).
 void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const StackMemory& stack,
-                   SampleSource source = SampleSource::UserTime, UnwindFrame* walk = nullptr) {
+                   SampleSource source = SampleSource::UserTime, UnwindFrame* walk = nullptr, uint64_t periods = 1) {
   // A kernel-time sampler's sample stands for `weight` configured periods
   // (kernel_period_ns): each counts that many times, and credits the
   // delays of `weight` x `rate` user samples.
@@ -166,7 +167,7 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   const bool kernel_sampler = source == SampleSource::KernelTime;
   const bool in_kernel = source != SampleSource::UserTime;
   const uint64_t weight =
-      kernel_sampler ? g_kernel_weight.load(std::memory_order_relaxed) : counted_in_profile(rt, t) ? 1 : 0;
+      kernel_sampler ? g_kernel_weight.load(std::memory_order_relaxed) : counted_in_profile(rt, t) ? periods : 0;
   StackFrame frames[StackTable::max_frames];
   std::optional<size_t> walked = stack_frames(rt, regs, stack, walk ? walk : t.unwind_frames, frames, weight);
   if (!walked) return;
@@ -187,7 +188,7 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   if (selected == line->experiment_unit()) {
     // Every sample credits its delay (the ledger's delay per sample matches the period in force).
     rt.experiment.selected_samples.fetch_add(weight, std::memory_order_relaxed);
-    for (uint64_t i = 0, credits = kernel_sampler ? short_period_rate(rt) * weight : 1; i < credits; ++i) {
+    for (uint64_t i = 0, credits = kernel_sampler ? short_period_rate(rt) * weight : periods; i < credits; ++i) {
       if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
     }
   }
@@ -344,8 +345,21 @@ UnwindRegisters registers_of(const void* context) {
 /// Timer fallback and trap mode: the registers from the interrupted
 /// context, and the thread's live stack (within its bounds: never a wild read).
 void handle_live_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs,
-                        SampleSource source = SampleSource::UserTime) {
-  record_sample(rt, t, regs, StackMemory::live(t.stack_low, t.stack_high), source);
+                        SampleSource source = SampleSource::UserTime, uint64_t periods = 1) {
+  record_sample(rt, t, regs, StackMemory::live(t.stack_low, t.stack_high), source, nullptr, periods);
+}
+
+/// How many periods a CPU-time timer's signal stands for. Such a timer
+/// fires on the scheduler tick (every 4 ms at HZ=250), not when its period
+/// ends: at 1 ms, each signal came with 3 periods gone by unsignalled
+/// (si_overrun), and counted as one sample, so every experiment inserted a
+/// quarter of its delays and predicted a quarter of the speedup. Capped: a
+/// signal held back for long (the runtime's own deferral, a mask of the
+/// program's) arrives with many, which are the thread's CPU time all the
+/// same, but one stack should not weigh that much of it.
+uint64_t timer_periods(const siginfo_t* info) {
+  constexpr int max_overrun = 63;
+  return 1 + static_cast<uint64_t>(std::clamp(info->si_overrun, 0, max_overrun));
 }
 
 /// Whether a trap that interrupted the thread at `regs` was taken inside a
@@ -415,7 +429,7 @@ void on_sample_signal(int sig, siginfo_t* info, void* context) {
     // None for a thread whose sampler has stopped: a trap already on its way.
     if (rt && t && t->trap_mode.load(std::memory_order_acquire)) handle_trap(*rt, *t, info, context);
   } else if (rt && t && t->timer_mode) {
-    handle_live_sample(*rt, *t, registers_of(context));
+    handle_live_sample(*rt, *t, registers_of(context), SampleSource::UserTime, timer_periods(info));
     rt->ledger.pay_from_signal(t->ledger);
   } else if (rt && t) {
     t->in_sample_handler.store(true, std::memory_order_relaxed);  // for watch_signal_delivery

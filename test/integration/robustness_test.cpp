@@ -714,6 +714,15 @@ void expect_timer_fallback(const ProcessResult& result, const std::string& path)
   EXPECT_GT(samples, 0u) << "no samples without perf_event";
   EXPECT_GT(selected, 0u) << "no experiment saw samples in its selected line";
   EXPECT_GT(samples_in_file(*profile, "two_threads.cpp"), 0u);
+  // A timer fires on the scheduler tick, not at each period's end (every 4
+  // ms at HZ=250 for a 1 ms period): a signal that counted as one sample
+  // left three quarters of the CPU time unsampled, and each experiment
+  // inserted a quarter of its delays. Each counts the periods gone by.
+  const analysis::SamplingTotals& sampling = profile->sampling;
+  ASSERT_EQ(sampling.timed, 1u) << "the sampling record says its period and the CPU time";
+  const double covered = static_cast<double>(sampling.attributed_ns) / static_cast<double>(sampling.cpu_time_ns);
+  EXPECT_GT(covered, 0.6) << sampling.attributed_ns << " ns in samples of " << sampling.cpu_time_ns << " ns of CPU time";
+  EXPECT_LT(covered, 1.2) << sampling.attributed_ns << " ns in samples of " << sampling.cpu_time_ns << " ns of CPU time";
 }
 
 TEST_F(RobustnessTest, NoPerfEventEaccesFallsBackToTimers) {
