@@ -278,8 +278,11 @@ bool Profiler::Steps::end_and_write() {
   if (p.end(result)) {
     p.two_phase_.record(result);
     p.rt_.writer.write_experiment(result);
-    p.write_new_samples();
   }
+  // The samples in any case: an experiment not recorded (Profiler::end)
+  // still ran, and a process that a signal kills without the runtime's
+  // last records keeps what was written so far.
+  p.write_new_samples();
   return true;
 }
 
@@ -471,7 +474,8 @@ void Profiler::begin(const ExperimentChoice& choice) {
   uint64_t now = clock_.now_ns();
   uint64_t global = rt_.ledger.global();
   rt_.points.import_shared();  // `coz run --system`: the points of every process
-  running_ = Running{true, line, choice.name, speedup, system_ ? system_->deaths() : 0, now, global, now};
+  running_ = Running{true, line, choice.name, speedup, system_ ? system_->deaths() : 0, now, global, now,
+                     sys::process_cpu_ns(), any_progress_yet()};
   rt_.points.for_each([](ProgressPoint& p) { open_window(p); });
   rt_.experiment.selected_samples.store(0, std::memory_order_relaxed);
   if (system_) system_->announce_selection(choice.name, period);
@@ -544,7 +548,44 @@ bool Profiler::end(ExperimentResult& result) {
   result.end_ns = now - rt_.start_ns;
   rt_.points.for_each([&](ProgressPoint& p) { result.points.push_back(close_window(p, result.duration_ns, wall)); });
   running_.active = false;
+  // The program's start, before any point was reached: loading its data, a
+  // server whose load is still connecting. Counted, it is a rate that no
+  // line's speed explains: memcached's first experiment, on an off-path
+  // line at 30%, read -1148% (68 responses in 50 ms, 800 in the next) and
+  // made the line "slow the program down".
+  if (!running_.after_first_progress) {
+    ++unrecorded_.before_progress;
+    return false;
+  }
+  if (waited_for_the_world(result, wall, sys::process_cpu_ns() - running_.start_cpu_ns)) {
+    ++unrecorded_.idle;
+    return false;
+  }
   return true;
+}
+
+bool Profiler::any_progress_yet() {
+  if (rt_.config.end_to_end) return true;  // its one point is the whole run
+  bool any = false;
+  rt_.points.for_each([&](ProgressPoint& p) { any = any || p.begins() > 0 || p.ends() > 0; });
+  return any;
+}
+
+/// An experiment during which no point advanced while the process stayed
+/// almost idle (under a quarter of a core): the program was waiting for the
+/// world, a server between two loads or after the last, and no line's speed
+/// could change what it did. Counted, such an experiment is a stretch of no
+/// progress charged to whichever line it sped up: memcached's last
+/// experiment after its load ended read an off-path line at -107% (a "slows
+/// down" verdict), and one in the pooled 0% baseline would make every line
+/// look faster. A program that works without reaching its points (a phase
+/// of a batch job) keeps its experiments. Under `coz run --system` the CPU
+/// time is the leading process's only.
+bool Profiler::waited_for_the_world(const ExperimentResult& result, uint64_t wall_ns, uint64_t cpu_ns) {
+  for (const PointResult& point : result.points) {
+    if (point.delta != 0 || point.arrivals != 0 || point.departures != 0) return false;
+  }
+  return cpu_ns * 4 < wall_ns;
 }
 
 /// Little's law needs the mean number in flight over the experiment's
@@ -638,6 +679,11 @@ void Profiler::shutdown() {
   write_new_samples();
   rt_.writer.write_sampling(sampling_totals(rt_));
   rt_.writer.write_runtime(sys::monotonic_ns() - rt_.start_ns);
+  if (unrecorded_.before_progress + unrecorded_.idle > 0) {
+    log::info("experiments not recorded: {} begun before any progress point was reached, {} during which none "
+              "advanced while the program was idle",
+              unrecorded_.before_progress, unrecorded_.idle);
+  }
   if (system_) {
     system_->release_lead();
     system_->leave();

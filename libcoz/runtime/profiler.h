@@ -48,6 +48,8 @@ class Profiler {
     uint64_t start_ns = 0;
     uint64_t start_global = 0;
     uint64_t last_poll_ns = 0;  // for the time-weighted in-flight average
+    uint64_t start_cpu_ns = 0;  // the process's CPU time at the start (waited_for_the_world)
+    bool after_first_progress = false;  // a point had been reached when it began (any_progress_yet)
   };
 
   static void* thread_main(void* self);
@@ -92,6 +94,9 @@ class Profiler {
   bool drain_debts(uint64_t length_ns);
   /// Ends the running experiment; returns false if there was none. Caller holds lock_.
   bool end(ExperimentResult& result);
+  static bool waited_for_the_world(const ExperimentResult& result, uint64_t wall_ns, uint64_t cpu_ns);
+  /// Whether any progress point has been reached (always, --end-to-end). Caller holds lock_.
+  bool any_progress_yet();
   void poll_in_flight();
   std::vector<VisitRate> visit_rates();
   void write_new_samples();
@@ -116,6 +121,10 @@ class Profiler {
   std::atomic<bool> shut_down_{false};           // shutdown() has written the last records
   void (*signal_report_)() = nullptr;            // after_signal_shutdown
   Running running_;
+  struct {
+    uint64_t before_progress = 0;  // begun before any point was reached (end)
+    uint64_t idle = 0;             // waited_for_the_world
+  } unrecorded_;                   // experiments not recorded, under lock_
   std::atomic<bool> stopping_{false};
   // The monotonic clock, and the thread registry with /proc/self/stat
   // (profiler_loop.h; tests use their own).

@@ -199,6 +199,29 @@ TEST_F(IntegrationTest, EndToEndWritesOneExperiment) {
   EXPECT_EQ(end_to_end->delta, 1u);
 }
 
+// idle_phases: 0.4 s of loading (busy, before its point is ever reached),
+// 1.5 s of items, then 0.6 s asleep without any. An experiment of the
+// loading or of the sleep is a rate no line's speed explains (one decides a
+// cell of 1-3 experiments: memcached's first read an off-path line at
+// -1148%), so the runtime records neither: every recorded experiment saw
+// items. Those of the loading had none (the point did not exist yet); the
+// sleep's ~10, none either. The count of each is in `coz run -v`.
+TEST_F(IntegrationTest, ExperimentsBeforeAnyProgressOrWhileIdleAreNotRecorded) {
+  const ProcessResult process = coz_run(profile_path(), {"-v"}, {IDLE_PHASES_EXE}, scratch_);
+  ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile) << "no profile written";
+  EXPECT_GE(profile->experiments.size(), 10u) << describe_experiments(*profile);
+  size_t without_items = 0;
+  for (const analysis::Experiment& e : profile->experiments) {
+    uint64_t items = 0;
+    for (const analysis::ThroughputMeasurement& m : e.throughput) items += m.name == "item" ? m.delta : 0;
+    if (items == 0) ++without_items;
+  }
+  EXPECT_EQ(without_items, 0u) << describe_experiments(*profile);
+  EXPECT_NE(process.err.find("experiments not recorded"), std::string::npos) << process.err;
+}
+
 // --granularity auto (the default; docs/granularity.md). many_functions has
 // 66 hot lines: after its first 1,000 samples, experiments select whole
 // functions; once COZ_TWO_PHASE_EXPERIMENTS of them have run, lines again,
