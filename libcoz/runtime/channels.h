@@ -47,13 +47,15 @@ class WaitedChannel {
   /// The far end's name as channel_id gives it (a socket's peer and local
   /// addresses; else the inode), without the low bits that hold the Type.
   uint64_t channel_id_ = 0;
-  enum class Type : uint64_t { Unknown = 0, Pipe = pipe_code, Socket = socket_code, Other = other_code } type_ = Type::Unknown;
+  enum class Type : uint64_t { Unknown = 0, Pipe = pipe_code, Socket = socket_code, Other = other_code };
+  Type type_ = Type::Unknown;
 };
 
 /// The kernel object a wake through descriptor `fd` goes through, named the
 /// same in every process: a pipe, FIFO, eventfd or locked file by its inode;
 /// a connected socket by its local and peer addresses (which its peer knows
-/// the other way round). 0 when it cannot be told. For `coz run --system`, whose
+/// the other way round). 0 when it cannot be told. Names each record a
+/// waiter checks, and goes on the board of `coz run --system`, whose
 /// processes cannot look at each other's descriptors. Remembered per
 /// descriptor (descriptor_memo.h) until forget_channel says it was closed.
 uint64_t channel_id(int fd);
