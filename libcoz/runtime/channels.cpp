@@ -51,14 +51,6 @@ uint64_t address_id(const sockaddr_storage& a, socklen_t len) {
 /// baselines did not pay.
 DescriptorMemo<4096> g_channels;
 
-/// Whether `a` is an inet socket's address before bind or connect gave it
-/// a port: the address it will have is not known yet.
-bool unbound(const sockaddr_storage& a) {
-  if (a.ss_family == AF_INET) return reinterpret_cast<const sockaddr_in&>(a).sin_port == 0;
-  if (a.ss_family == AF_INET6) return reinterpret_cast<const sockaddr_in6&>(a).sin6_port == 0;
-  return false;
-}
-
 /// A connection's name from one end: its own address and its peer's.
 /// Named by the local address alone, every socket a server accepted on one
 /// port would be the same channel to each of its clients.
@@ -68,14 +60,14 @@ uint64_t connection_id(const sockaddr_storage& near, socklen_t near_len, const s
 }
 
 /// A connected socket's own address and its peer's; false where either
-/// cannot be told, and for an address with no port yet (a connect's own
-/// wake is posted before the call binds the socket: remembered, that name
-/// would outlive the bind).
+/// cannot be told. A socket not yet connected (a connect posts its wake
+/// before the call) has no peer: named then and remembered, its name would
+/// outlive the connect.
 bool connection_ends(int fd, sockaddr_storage& local, socklen_t& local_len, sockaddr_storage& peer,
                      socklen_t& peer_len) {
   local_len = peer_len = sizeof(sockaddr_storage);
-  return getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0 && !unbound(local) &&
-         getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0;
+  return getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0 &&
+         getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0;
 }
 
 /// 0 where it cannot be told: a socket with no peer (yet).
@@ -96,17 +88,23 @@ uint64_t learn_channel_id(int fd) {
 /// memcached under load.
 DescriptorMemo<4096> g_waited;
 
-/// What WaitedChannel keeps of `fd`; 0 where it cannot be told, and for a
-/// socket with no peer yet, which a connect or an accept may give it.
-uint64_t learn_waited(int fd) {
+/// What WaitedChannel keeps of `fd`; 0 where it cannot be told. A socket
+/// with no peer yet (a listening one, or one whose connect is under way)
+/// waits on its own inode, which goes to `unkept` instead: not remembered,
+/// as a connect may yet give it a peer.
+uint64_t learn_waited(int fd, uint64_t& unkept) {
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) return 0;
-  if (S_ISFIFO(st.st_mode)) return (inode_id(st.st_dev, st.st_ino) & ~type_bits) | WaitedChannel::pipe_code;
-  if (!S_ISSOCK(st.st_mode)) return (inode_id(st.st_dev, st.st_ino) & ~type_bits) | WaitedChannel::other_code;
+  const uint64_t inode = inode_id(st.st_dev, st.st_ino) & ~type_bits;
+  if (S_ISFIFO(st.st_mode)) return inode | WaitedChannel::pipe_code;
+  if (!S_ISSOCK(st.st_mode)) return inode | WaitedChannel::other_code;
   sockaddr_storage local{}, peer{};
   socklen_t local_len, peer_len;
-  if (!connection_ends(fd, local, local_len, peer, peer_len)) return 0;
-  return (connection_id(peer, peer_len, local, local_len) & ~type_bits) | WaitedChannel::socket_code;
+  if (connection_ends(fd, local, local_len, peer, peer_len)) {
+    return (connection_id(peer, peer_len, local, local_len) & ~type_bits) | WaitedChannel::socket_code;
+  }
+  unkept = inode | WaitedChannel::other_code;
+  return 0;
 }
 
 }  // namespace
@@ -126,18 +124,11 @@ void forget_channels(unsigned first, unsigned last) {
 }
 
 WaitedChannel::WaitedChannel(int fd) : fd_(fd) {
-  const uint64_t known = g_waited.remember(fd, [fd] { return learn_waited(fd); });
-  if (known != 0) {
-    type_ = static_cast<Type>(known & type_bits);
-    channel_id_ = known & ~type_bits;
-    return;
-  }
-  // Not remembered: a socket with no peer yet (a listening one, or one not
-  // yet connected) waits on its own inode, and is looked at again next time.
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) return;
-  type_ = Type::Other;
-  channel_id_ = inode_id(st.st_dev, st.st_ino) & ~type_bits;
+  uint64_t unkept = 0;
+  const uint64_t known = g_waited.remember(fd, [fd, &unkept] { return learn_waited(fd, unkept); });
+  const uint64_t name = known != 0 ? known : unkept;
+  type_ = static_cast<Type>(name & type_bits);
+  channel_id_ = name & ~type_bits;
 }
 
 bool WaitedChannel::reached_by(const WakeRecord& record) const {
