@@ -1,6 +1,7 @@
 #include "descriptors.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
@@ -42,6 +43,12 @@ constexpr rlim_t room_above = 65536;
 constexpr rlim_t depth_below = 256;
 
 std::atomic<bool> g_no_room_noted{false};
+
+/// Fewer numbers than this above the limit, and the runtime keeps its files
+/// in a table of its own: its samplers (one per thread) would soon go below.
+constexpr rlim_t room_wanted = 64;
+std::atomic<bool> g_own_table{false};
+thread_local bool tls_own_table = false;  // initial-exec: read in any thread, at any time
 
 // Raw system calls: libcoz.so interposes fcntl and close.
 long nofile_limit(const rlimit* set, rlimit* old) {
@@ -129,8 +136,50 @@ void remember(int fd) {
 
 }  // namespace
 
+bool decide_table(unsigned long& soft) {
+  rlimit limit;
+  if (nofile_limit(nullptr, &limit) != 0) return false;
+  soft = limit.rlim_cur;
+  if (limit.rlim_cur >= static_cast<rlim_t>(INT_MAX)) return false;
+  if (limit.rlim_max > limit.rlim_cur && limit.rlim_max - limit.rlim_cur >= room_wanted) return false;
+  // May the hard limit go up for a moment (CAP_SYS_RESOURCE)? Then there is room.
+  rlimit raised{limit.rlim_cur + room_wanted, limit.rlim_cur + room_wanted};
+  raised.rlim_max = std::max(raised.rlim_max, limit.rlim_max);
+  if (nofile_limit(&raised, nullptr) == 0) {
+    nofile_limit(&limit, nullptr);
+    return false;
+  }
+  g_own_table.store(true, std::memory_order_release);
+  return true;
+}
+
+bool own_table() { return g_own_table.load(std::memory_order_acquire); }
+
+bool in_own_table() { return tls_own_table; }
+
+bool enter_own_table() {
+  if (sys::raw_syscall6(SYS_unshare, CLONE_FILES) != 0) {
+    g_own_table.store(false, std::memory_order_release);
+    log::info("cannot have a descriptor table of the runtime's own (unshare refused): its descriptors count "
+              "against the program's limit");
+    return false;
+  }
+  // Copies of the program's descriptors: a pipe's end kept here would never
+  // let its reader see the end. stderr stays, for the runtime's messages.
+  sys::raw_syscall6(SYS_close_range, 0, 1, 0);
+  sys::raw_syscall6(SYS_close_range, 3, ~0U, 0);
+  // 0 and 1 read and write nothing, rather than taking the runtime's files
+  // (a stray write to stdout would land in the profile).
+  for (int fd = 0; fd <= 1; ++fd) {
+    long opened = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_RDWR | O_CLOEXEC);
+    if (opened >= 0 && opened != fd) raw_close(static_cast<int>(opened));
+  }
+  tls_own_table = true;
+  return true;
+}
+
 int adopt(int fd) {
-  if (fd < 0) return fd;
+  if (fd < 0 || in_own_table()) return fd;
   FutexGuard guard(g_lock);
   int placed = place(fd);
   remember(placed);
@@ -139,6 +188,7 @@ int adopt(int fd) {
 
 void close_own(int fd) {
   if (fd < 0) return;
+  if (in_own_table()) return raw_close(fd);
   if (std::atomic<uint64_t>* chunk = chunk_of(fd)) word_of(chunk, fd).fetch_and(~bit_of(fd), std::memory_order_release);
   raw_close(fd);
 }

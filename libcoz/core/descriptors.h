@@ -22,8 +22,18 @@
 //
 // Where the hard limit equals the soft one and cannot be raised for a
 // moment (no CAP_SYS_RESOURCE, or already at fs.nr_open), there is no number
-// above the limit: the descriptor goes as high below it as it can, and then
-// counts against the program's limit.
+// above the limit. The descriptors of the process's own (the profile, the
+// control file, /proc/self/stat) then live in a descriptor table of the
+// runtime's own: the profiler thread leaves the process's table for a copy
+// of it (unshare(CLONE_FILES)), closes the program's descriptors there but
+// stderr, and opens the runtime's files in it, so they take no number from
+// the program. The limit bounds the numbers of every table, so the program
+// keeps all of its own. Only the profiler thread can use those descriptors:
+// other threads hand their records to it (ProfileWriter, Profiler). A
+// descriptor a program thread needs for itself (a sampler, a breakpoint
+// counter) still goes as high below the limit as it can, and then counts
+// against the program's limit; under a small limit the samplers use timers
+// instead (runtime.cpp).
 #pragma once
 
 #include "futex_lock.h"
@@ -32,7 +42,7 @@ namespace coz::descriptors {
 
 /// Moves `fd`, a descriptor the runtime just opened, to a number above the
 /// program's reach (see above), close-on-exec, and registers it as the
-/// runtime's. Returns the number it now has (`fd` itself is closed, unless
+/// runtime's. In the runtime's own table (in_own_table()), leaves it be. Returns the number it now has (`fd` itself is closed, unless
 /// it could not be moved). Not for signal context.
 int adopt(int fd);
 
@@ -49,6 +59,25 @@ int next_runtime(unsigned from, unsigned to);
 /// the gaps between them are closed with one call each. -1 and errno as
 /// close_range (ENOSYS on kernels before 5.9).
 int close_range_except_runtime(unsigned first, unsigned last, int flags);
+
+/// At start-up, before the runtime opens a descriptor: whether it keeps
+/// its own in a table of its own (above), because it has fewer than a few
+/// dozen numbers above the program's limit and may not raise the hard one.
+/// Returns own_table(); `limit` gets the soft limit.
+bool decide_table(unsigned long& limit);
+/// Whether the process's own descriptors of the runtime are in a table of
+/// its own (decide_table).
+bool own_table();
+/// On the profiler thread, before it opens anything: leaves the process's
+/// table for a copy and closes there every descriptor but stderr (copies
+/// kept would hold the program's pipes open). False if the kernel refuses
+/// (seccomp): the runtime's descriptors then go to the program's table.
+bool enter_own_table();
+/// Whether this thread is the one with the runtime's own table.
+bool in_own_table();
+/// Whether this thread can use the process's own descriptors of the runtime:
+/// any thread, unless they are in a table of the runtime's own.
+inline bool usable_here() { return !own_table() || in_own_table(); }
 
 /// The lock of the limit's raise and restore: the runtime's fork handlers
 /// hold it across fork() with every other lock (runtime.cpp).

@@ -44,10 +44,22 @@ bool ProfileWriter::open(const std::string& path, std::string& error) {
     error = fmt::format("cannot open profile {}: not a regular file", path);
     return false;
   }
+  if (!descriptors::usable_here()) {  // checked: the profiler thread opens it in its own table
+    ::close(fd);
+    lazy_path_ = path;
+    return true;
+  }
   // Written to until the process ends, whatever descriptors the program
   // closes and reuses meanwhile (descriptors.h).
   fd_ = descriptors::adopt(fd);
   return true;
+}
+
+void ProfileWriter::forget_after_fork() {
+  pending_.clear();  // the parent's records: its profiler thread writes them
+  if (!descriptors::own_table() || fd_ < 0) return;
+  fd_ = -1;
+  lazy_path_ = path_;
 }
 
 void ProfileWriter::report_failure(int error) {
@@ -57,8 +69,12 @@ void ProfileWriter::report_failure(int error) {
 }
 
 void ProfileWriter::append(const std::string& records) {
-  if (records.empty()) return;
   FutexGuard guard(lock_);
+  if (!descriptors::usable_here()) {
+    pending_ += records;
+    return;
+  }
+  if (records.empty() && pending_.empty()) return;
   if (fd_ < 0 && !lazy_path_.empty()) {
     std::string error;
     std::string path = std::move(lazy_path_);
@@ -70,6 +86,8 @@ void ProfileWriter::append(const std::string& records) {
   std::string block = cut_ ? cut_marker : "";
   block += deferred_;
   deferred_.clear();
+  block += pending_;
+  pending_.clear();
   block += records;
   for (;;) {
     ssize_t n;

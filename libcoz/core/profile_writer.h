@@ -12,6 +12,11 @@
 //
 // Threads may write at once (the profiler thread and an exiting thread):
 // the file, the deferred startup record and the write are under one lock.
+//
+// Where the runtime keeps its descriptors in a table of its own
+// (descriptors.h), only the profiler thread can write to the file: it opens
+// it at its first write, and a block another thread appends waits in memory
+// for the profiler thread's next write or flush().
 #pragma once
 
 #include <sys/types.h>
@@ -51,6 +56,12 @@ class ProfileWriter {
   bool is_open() const { return fd_ >= 0; }
   /// Creates the file only when the first record is written (nothing may ever be).
   void open_when_written(const std::string& path) { lazy_path_ = path; }
+  /// Writes what other threads left for this one (descriptors::usable_here()).
+  void flush() { append(""); }
+  /// In a forked child: a descriptor in the parent's own table is not the
+  /// child's, whose profiler thread opens the file again; the records the
+  /// parent's threads left for its profiler thread are not the child's.
+  void forget_after_fork();
 
   void write_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command);
   /// Records to write just before the next block, if any is ever written (a
@@ -117,6 +128,7 @@ class ProfileWriter {
   std::string path_;
   std::string lazy_path_;
   std::string deferred_;
+  std::string pending_;  // appended where the descriptor cannot be used (above)
   bool cut_ = false;  // the file ends in a record a failed write cut short
   std::atomic<bool> failure_reported_{false};
 };

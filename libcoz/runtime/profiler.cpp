@@ -73,12 +73,22 @@ Profiler::Profiler(Runtime& rt)
   start_line_choice();  // in a forked child: the parent's samples are not this process's
 }
 
+void Profiler::open_control() {
+  if (rt_.config.control_path.empty()) return;
+  int fd = open_control_file(rt_.config.control_path.c_str());
+  if (fd >= 0) control_fd_ = descriptors::adopt(fd);
+  else log::debug("cannot open the control file {}: experiments go by samples alone", rt_.config.control_path);
+}
+
+void Profiler::open_own_files() {
+  descriptors::enter_own_table();  // refused: the files go to the program's table, as high as they can
+  open_process_stat();
+  open_control();
+  rt_.writer.flush();  // the start-up record, written before this thread had the file
+}
+
 bool Profiler::start() {
-  if (!rt_.config.control_path.empty()) {
-    int fd = open_control_file(rt_.config.control_path.c_str());
-    if (fd >= 0) control_fd_ = descriptors::adopt(fd);
-    else log::debug("cannot open the control file {}: experiments go by samples alone", rt_.config.control_path);
-  }
+  if (descriptors::usable_here()) open_control();
   // The thread must not take the program's signals, nor our sample signal.
   // Set on the new thread alone: blocking them in the calling thread
   // meanwhile looked like a program that blocks the sample signal
@@ -103,6 +113,7 @@ void* Profiler::thread_main(void* self) {
   RuntimeSection::enter_for_good();  // nothing this thread calls is the program's
   auto* profiler = static_cast<Profiler*>(self);
   note_profiler_thread(sys::gettid());
+  if (descriptors::own_table()) profiler->open_own_files();
   profiler->take_realtime_priority();
   profiler->run();
   // Every program thread is gone (main called pthread_exit, then the others
@@ -135,6 +146,7 @@ void Profiler::take_realtime_priority() {
 /// process (shutdown_from_signal): either way, the profile must be finished.
 bool Profiler::program_gone() {
   return live_thread_count() == 0 || shutdown_requested_.load(std::memory_order_acquire) ||
+         exit_requested_.load(std::memory_order_acquire) ||
          exit_watch_.main_left_alone();
 }
 
@@ -155,8 +167,18 @@ void Profiler::end_process_as_main_left() {
 
 void Profiler::shutdown_from_signal(uint64_t timeout_ns) {
   shutdown_requested_.store(true, std::memory_order_release);
+  wait_until_shut_down(timeout_ns);
+}
+
+bool Profiler::shutdown_on_profiler_thread(uint64_t timeout_ns) {
+  exit_requested_.store(true, std::memory_order_release);
+  return wait_until_shut_down(timeout_ns);
+}
+
+bool Profiler::wait_until_shut_down(uint64_t timeout_ns) {
   uint64_t deadline = sys::monotonic_ns() + timeout_ns;
   while (!shut_down_.load(std::memory_order_acquire) && sys::monotonic_ns() < deadline) sys::sleep_ns(1'000'000);
+  return shut_down_.load(std::memory_order_acquire);
 }
 
 void Profiler::run() {
@@ -396,7 +418,7 @@ void Profiler::stop_experiments() {
 }
 
 void Profiler::end_monitor() {
-  if (control_fd_ < 0 || rt_.config.run_pid != sys::getpid()) return;
+  if (control_fd_ < 0 || !descriptors::usable_here() || rt_.config.run_pid != sys::getpid()) return;
   update_control(control_fd_, [](Control& c) { c.ended = true; });
   // The monitor prints nothing once `ended` is set: the line can go now,
   // before the shell's prompt comes back.

@@ -34,6 +34,10 @@ class Profiler {
   /// From a signal handler (async-signal-safe): has the profiler thread run
   /// shutdown(), and waits up to `timeout_ns` for it to finish.
   void shutdown_from_signal(uint64_t timeout_ns);
+  /// At process exit, where only the profiler thread can write the profile
+  /// (the runtime's own descriptor table, descriptors.h): has it run
+  /// shutdown(), and waits up to `timeout_ns`; false if it did not finish.
+  bool shutdown_on_profiler_thread(uint64_t timeout_ns);
   /// Runs `report` on the profiler thread after a shutdown_from_signal()'s
   /// records, before the signal handler lets the process end.
   void after_signal_shutdown(void (*report)()) { signal_report_ = report; }
@@ -53,6 +57,14 @@ class Profiler {
   };
 
   static void* thread_main(void* self);
+  /// The control file, where it will be read: on this thread, or where the
+  /// runtime keeps a table of its own, on the profiler thread.
+  void open_control();
+  /// On the profiler thread, where the runtime keeps a table of its own:
+  /// enters it and opens the files only this thread uses (descriptors.h).
+  void open_own_files();
+  /// Waits up to `timeout_ns` for shutdown() to have written the last records.
+  bool wait_until_shut_down(uint64_t timeout_ns);
   void take_realtime_priority();
   void run();
   /// `coz run --system`: leads the experiments, or follows another
@@ -118,6 +130,7 @@ class Profiler {
   ExperimentScheduler scheduler_;
   FutexLock lock_;  // guards running_ and the writing of records against shutdown() from the exiting thread
   std::atomic<bool> shutdown_requested_{false};  // by shutdown_from_signal
+  std::atomic<bool> exit_requested_{false};       // by shutdown_on_profiler_thread
   std::atomic<bool> shut_down_{false};           // shutdown() has written the last records
   void (*signal_report_)() = nullptr;            // after_signal_shutdown
   Running running_;

@@ -257,6 +257,29 @@ void join_system(Runtime& rt) {
   if (SourceLine* fixed = rt.fixed_line.load(std::memory_order_acquire)) SystemLink(rt).publish_fixed_line(fixed->name());
 }
 
+/// Where the runtime's descriptors go (descriptors.h). With no number above
+/// the program's limit, its files go to a table of its own; under a small
+/// limit, where a sampler per thread would take a noticeable share of the
+/// program's descriptors, threads sample with timers, which take none.
+/// Not with --progress or --latency lines: their counters are each thread's,
+/// and the profiler thread reads them, so both need the program's table.
+void choose_descriptor_table(const Runtime& rt) {
+  constexpr unsigned long timers_below_limit = 4096;
+  unsigned long limit = 0;
+  if (rt.breakpoints.count > 0 || !descriptors::decide_table(limit)) return;
+  if (limit >= timers_below_limit) {
+    log::info("no room above the descriptor limit ({}, the hard limit too): the runtime keeps its files in a "
+              "descriptor table of its own",
+              limit);
+    return;
+  }
+  use_timer_sampling();
+  log::warn("descriptor limit {} with no room above it: the runtime keeps its files in a descriptor table of its "
+            "own, and threads sample with CPU-time timers, which take no descriptor (time in the kernel is not "
+            "sampled)",
+            limit);
+}
+
 /// Starts this process's profiler thread (g_profiler). Under `coz run
 /// --system`, a process without one gives up the lead it may hold: another
 /// process runs the experiments.
@@ -289,6 +312,7 @@ void on_fork_child() {
   }
   rt->stats.reset();
   rt->start_ns = sys::monotonic_ns();
+  rt->writer.forget_after_fork();
   rt->writer.defer_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
   reset_live_threads_after_fork();
   forget_retired_rings();
@@ -376,6 +400,7 @@ void start() {
     forget_thread_breakpoints(probe);
   }
 
+  choose_descriptor_table(*rt);
   std::string error;
   if (objects_in_scope == 0) {
     rt->writer.open_when_written(rt->config.output_path);  // `coz run` checked it can be created
@@ -453,6 +478,17 @@ void summarize_after_exit_signal() {
   if (const Runtime* rt = g_runtime.load(std::memory_order_acquire)) summarize_run(*rt);
 }
 
+/// The last records, at exit: written by this thread, or where only the
+/// profiler thread can write the profile (descriptors.h), by that one.
+void finish_profile(Profiler& profiler) {
+  constexpr uint64_t timeout_ns = 5'000'000'000;
+  if (descriptors::usable_here()) return profiler.shutdown();
+  if (!profiler.shutdown_on_profiler_thread(timeout_ns)) {
+    log::warn("the profiler thread did not finish the profile within {} s: its last records are lost",
+              timeout_ns / 1'000'000'000);
+  }
+}
+
 void stop() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
@@ -468,7 +504,7 @@ void stop() {
   // exit handlers have run): sampled, it made the shutdown up to 1 s
   // longer at --period 10us.
   if (ThreadState* t = current_thread()) suspend_sampling(*t);
-  if (g_profiler) g_profiler->shutdown();
+  if (g_profiler) finish_profile(*g_profiler);
   summarize_run(*rt);
 }
 

@@ -1288,6 +1288,8 @@ bool kernel_sampling() { return g_kernel_sampling.load(std::memory_order_relaxed
 
 bool timer_sampling() { return g_use_timers.load(std::memory_order_relaxed); }
 
+void use_timer_sampling() { g_use_timers.store(true, std::memory_order_relaxed); }
+
 uint64_t unsignalled_period_ns(const Config& config) {
   return sample_policy::unsignalled_period_ns(config.sample_period_ns, ring_memory());
 }

@@ -118,6 +118,10 @@ bool kernel_sampling();
 
 /// Whether perf_event was refused and threads sample with CPU-time timers.
 bool timer_sampling();
+/// Every thread samples with CPU-time timers, which take no descriptor (a
+/// small descriptor limit with no room above it, runtime.cpp). At start-up,
+/// before any thread samples.
+void use_timer_sampling();
 
 /// The period of the samplers no signal drains (every sampler of a quiet
 /// run; the kernel-time samplers take a multiple of it): the configured

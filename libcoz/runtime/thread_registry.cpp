@@ -222,6 +222,12 @@ void record_blocked(WaitKind kind, uint64_t ns, const void* caller) {
 }
 
 void open_process_stat() {
+  // In a table of the runtime's own, the profiler thread opens it there; a
+  // number from the parent's own table means nothing in a forked child.
+  if (!descriptors::usable_here()) {
+    g_process_stat = -1;
+    return;
+  }
   if (g_process_stat >= 0) descriptors::close_own(g_process_stat);
   long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/stat"), O_RDONLY | O_CLOEXEC);
   g_process_stat = fd >= 0 ? descriptors::adopt(static_cast<int>(fd)) : -1;

@@ -124,7 +124,9 @@ std::optional<ProcessThreads> read_process_threads();
 /// child inherited (its parent's). Opening it for each read, every 50 ms,
 /// took the lowest free number for a moment: a program that opened a file
 /// just then got another number than it gets without the profiler. Call
-/// where no thread of the program runs: at start-up, in a forked child.
+/// where no thread of the program runs: at start-up, in a forked child; or,
+/// where the runtime keeps a descriptor table of its own (descriptors.h),
+/// on the profiler thread, which opens it there (elsewhere it forgets it).
 void open_process_stat();
 
 /// Under seccomp strict mode (about to be entered), the thread may only

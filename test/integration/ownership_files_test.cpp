@@ -17,6 +17,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -163,24 +165,75 @@ bool may_raise_hard_limit() {
   return true;
 }
 
+/// `with_ulimit(args)`, run without CAP_SYS_RESOURCE (which root has, and
+/// which lets the runtime raise the hard limit for a moment): there is then
+/// no number above a hard limit, as for a user, or for root in a container.
+std::vector<std::string> with_ulimit_as_user(const std::string& args) {
+  std::vector<std::string> argv = with_ulimit(args);
+  if (may_raise_hard_limit()) {
+    argv.insert(argv.begin(), {"setpriv", "--inh-caps=-sys_resource", "--bounding-set=-sys_resource"});
+  }
+  return argv;
+}
+
 // Under `ulimit -Sn 16` a program that opens 12 files gets 12 (3 are stdio),
 // as without the profiler; it, a forked child and an exec'ed child see the
 // limit the user set. Likewise with a larger soft limit below the hard one
-// (nothing raises it behind the program's back), and, where the runtime may
-// raise the hard limit for a moment (CAP_SYS_RESOURCE), under `ulimit -n 16`.
+// (nothing raises it behind the program's back), and under `ulimit -n 16`
+// (the hard limit too), whether the runtime may raise the hard limit for a
+// moment (CAP_SYS_RESOURCE) or not: without, it keeps its files in a
+// descriptor table of its own (it got 8 of the 12 before).
 TEST_F(OwnershipTest, TheProgramKeepsItsWholeDescriptorBudgetAndItsLimit) {
-  std::vector<std::string> limits = {"-Sn 16", "-Sn 1024"};
-  if (may_raise_hard_limit()) limits.push_back("-n 16");
-  else std::cerr << "[ note     ] no CAP_SYS_RESOURCE: under `ulimit -n 16` (the hard limit too) there is no room above\n";
-  for (const std::string& limit : limits) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> limits = {
+      {"-Sn 16", with_ulimit("-Sn 16")},
+      {"-Sn 1024", with_ulimit("-Sn 1024")},
+      {"-n 16, no CAP_SYS_RESOURCE", with_ulimit_as_user("-n 16")}};
+  if (may_raise_hard_limit()) limits.emplace_back("-n 16", with_ulimit("-n 16"));
+  for (const auto& [limit, launcher] : limits) {
     SCOPED_TRACE("ulimit " + limit);
-    const ProcessResult plain = run_plain({FD_BUDGET_EXE, "--files", "12"}, with_ulimit(limit));
+    const ProcessResult plain = run_plain({FD_BUDGET_EXE, "--files", "12"}, launcher);
     ASSERT_NE(plain.out.find("opened=12 of 12\n"), std::string::npos) << plain.out << describe(plain);
     fs::remove(profile_path());
-    const ProcessResult profiled = run_coz({}, {FD_BUDGET_EXE, "--files", "12"}, with_ulimit(limit));
+    const ProcessResult profiled = run_coz({}, {FD_BUDGET_EXE, "--files", "12"}, launcher);
     expect_same_behaviour(plain, profiled, "fd_budget under ulimit " + limit);
-    whole_profile();
+    // The program and its exec'ed copy: each process's records once, from start-up to its last.
+    const RawProfile raw = whole_profile();
+    const std::vector<long> pids = raw.process_pids();
+    EXPECT_EQ(pids.size(), 2u) << raw.text;
+    EXPECT_EQ(std::set<long>(pids.begin(), pids.end()).size(), pids.size()) << "a process's records twice\n" << raw.text;
+    EXPECT_EQ(raw.count("runtime"), pids.size()) << "each process's last record, once\n" << raw.text;
   }
+}
+
+// The same hard limit on a program that uses every number it has: four
+// threads working (each would have had a sampler's descriptor), main closing
+// everything from 3 up and opening 12 files, then reading each back (the
+// 13th number). Its files, flags and output are as without the profiler, and
+// the profile has what a profile has: samples, experiments, every process's
+// last records, also from two forked children that work and exit.
+TEST_F(OwnershipTest, UnderAHardLimitTheRuntimeTakesNoNumberFromTheProgram) {
+  const std::vector<std::string> launcher = with_ulimit_as_user("-n 16");
+  const std::vector<std::string> program = {FD_REUSE_EXE, directory("plain"), "--threads", "4", "--files", "12",
+                                            "--close", "range", "--ms", "800"};
+  const ProcessResult plain = run_plain(program, launcher);
+  std::vector<std::string> profiled_program = program;
+  profiled_program[1] = directory("coz");
+  const ProcessResult profiled = run_coz({}, profiled_program, launcher);
+  expect_same_behaviour(plain, profiled, "fd_reuse --threads 4 --files 12 under ulimit -n 16");
+  EXPECT_NE(profiled.err.find("descriptor table of its own"), std::string::npos) << profiled.err;
+  RawProfile raw = whole_profile();
+  EXPECT_GE(raw.count("experiment"), 2u) << raw.text;
+  EXPECT_GE(raw.count("samples"), 1u) << raw.text;
+  EXPECT_EQ(raw.count("runtime"), 1u) << raw.text;
+
+  fs::remove(profile_path());
+  const ProcessResult forked = run_coz({}, {FORKER_EXE, "--children", "2", "--ms", "600"}, launcher);
+  ASSERT_TRUE(forked.exited && forked.exit_status == 0) << describe(forked) << forked.err;
+  raw = whole_profile();
+  EXPECT_EQ(raw.count("startup"), 3u) << "one per process, each once\n" << raw.text;
+  EXPECT_EQ(raw.count("runtime"), 3u) << "each process's last records\n" << raw.text;
+  const std::map<long, size_t> by_pid = raw.experiments_by_pid();
+  EXPECT_EQ(by_pid.size(), 3u) << "experiments from each process\n" << raw.text;
 }
 
 // ======================================================================================

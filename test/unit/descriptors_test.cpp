@@ -8,7 +8,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
+#include <sys/wait.h>
+
 #include <cerrno>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "profile_writer.h"
 
 namespace coz {
 namespace {
@@ -80,6 +90,93 @@ TEST(Descriptors, NotAdoptedNumbersAreNotTheRuntimes) {
   EXPECT_FALSE(descriptors::is_runtime(-1));
   EXPECT_FALSE(descriptors::is_runtime(0));
   EXPECT_FALSE(descriptors::is_runtime(1 << 30));
+}
+
+/// Drops CAP_SYS_RESOURCE from this process (a forked child of the test):
+/// without it a hard limit cannot be raised, as for a user.
+bool drop_sys_resource() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (syscall(SYS_capget, &header, data) != 0) return false;
+  data[CAP_SYS_RESOURCE / 32].effective &= ~(1u << (CAP_SYS_RESOURCE % 32));
+  data[CAP_SYS_RESOURCE / 32].permitted &= ~(1u << (CAP_SYS_RESOURCE % 32));
+  return syscall(SYS_capset, &header, data) == 0;
+}
+
+/// How many descriptors this thread's table can still take.
+int open_until_full(std::vector<int>& fds) {
+  for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fds.push_back(fd);
+  return static_cast<int>(fds.size());
+}
+
+/// In a child whose hard limit is its soft one and cannot be raised: the
+/// runtime's table of its own, and a profile only its thread writes.
+/// Returns what went wrong, or an empty string.
+std::string own_table_in_child(const std::string& profile) {
+  if (!drop_sys_resource()) return "cannot drop CAP_SYS_RESOURCE";
+  rlimit tight{32, 32};
+  if (setrlimit(RLIMIT_NOFILE, &tight) != 0) return "cannot lower the limit";
+  unsigned long limit = 0;
+  if (!descriptors::decide_table(limit) || !descriptors::own_table()) return "no own table under a hard limit";
+  if (limit != 32) return "decide_table saw another limit";
+  ProfileWriter writer;
+  std::string error;
+  if (!writer.open(profile, error)) return error;
+  writer.write_runtime(7);  // from a thread that cannot use the runtime's table: kept for its thread
+  std::string problem;
+  int runtime_fds = 0;
+  std::thread keeper([&] {
+    if (!descriptors::enter_own_table() || !descriptors::in_own_table()) {
+      problem = "enter_own_table failed";
+      return;
+    }
+    writer.flush();
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (descriptors::adopt(fd) != fd || descriptors::is_runtime(fd)) problem = "adopt moved a descriptor of the own table";
+    std::vector<int> fds;
+    runtime_fds = open_until_full(fds);
+  });
+  keeper.join();
+  if (!problem.empty()) return problem;
+  if (descriptors::in_own_table() || descriptors::usable_here()) return "the main thread counts as the own table's";
+  // The runtime's table filled up to the limit, and the program's still has all its numbers.
+  std::vector<int> fds;
+  const int program_fds = open_until_full(fds);
+  if (runtime_fds < 25 || program_fds < 25) {
+    return "tables not apart: the runtime's took " + std::to_string(runtime_fds) + ", the program's " +
+           std::to_string(program_fds);
+  }
+  for (int fd : fds) close(fd);
+  std::ifstream in(profile);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text != "runtime\ttime=7\n") return "the profile holds \"" + text + "\"";
+  return "";
+}
+
+TEST(Descriptors, UnderAHardLimitTheRuntimesFilesLiveInATableOfItsOwn) {
+  char path[] = "/tmp/coz_descriptors_test_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    close(pipe_fds[0]);
+    std::string problem = own_table_in_child(path);
+    ssize_t ignored = write(pipe_fds[1], problem.data(), problem.size());
+    (void)ignored;
+    _exit(problem.empty() ? 0 : 1);
+  }
+  close(pipe_fds[1]);
+  std::string problem;
+  char buf[256];
+  for (ssize_t n; (n = read(pipe_fds[0], buf, sizeof buf)) > 0;) problem.append(buf, static_cast<size_t>(n));
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  unlink(path);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << problem;
 }
 
 }  // namespace
