@@ -44,9 +44,15 @@ constexpr rlim_t depth_below = 256;
 
 std::atomic<bool> g_no_room_noted{false};
 
-/// Fewer numbers than this above the limit, and the runtime keeps its files
-/// in a table of its own: its samplers (one per thread) would soon go below.
+/// Fewer numbers than this above the limit, and the runtime's samplers (one
+/// per thread) would soon go below it.
 constexpr rlim_t room_wanted = 64;
+/// Below this limit (the usual soft one: a user who sets a smaller one
+/// means the program to live within it), the runtime's descriptors below
+/// it would be a share of the program's worth keeping, even at the price of
+/// timer sampling (decide_table). From it up, only a program that uses
+/// nearly all of its numbers reaches them, at the top.
+constexpr rlim_t own_table_below = 1024;
 std::atomic<bool> g_own_table{false};
 thread_local bool tls_own_table = false;  // initial-exec: read in any thread, at any time
 
@@ -140,7 +146,7 @@ bool decide_table(unsigned long& soft) {
   rlimit limit;
   if (nofile_limit(nullptr, &limit) != 0) return false;
   soft = limit.rlim_cur;
-  if (limit.rlim_cur >= static_cast<rlim_t>(INT_MAX)) return false;
+  if (limit.rlim_cur >= own_table_below) return false;
   if (limit.rlim_max > limit.rlim_cur && limit.rlim_max - limit.rlim_cur >= room_wanted) return false;
   // May the hard limit go up for a moment (CAP_SYS_RESOURCE)? Then there is room.
   rlimit raised{limit.rlim_cur + room_wanted, limit.rlim_cur + room_wanted};

@@ -22,18 +22,20 @@
 //
 // Where the hard limit equals the soft one and cannot be raised for a
 // moment (no CAP_SYS_RESOURCE, or already at fs.nr_open), there is no number
-// above the limit. The descriptors of the process's own (the profile, the
-// control file, /proc/self/stat) then live in a descriptor table of the
-// runtime's own: the profiler thread leaves the process's table for a copy
-// of it (unshare(CLONE_FILES)), closes the program's descriptors there but
-// stderr, and opens the runtime's files in it, so they take no number from
-// the program. The limit bounds the numbers of every table, so the program
-// keeps all of its own. Only the profiler thread can use those descriptors:
-// other threads hand their records to it (ProfileWriter, Profiler). A
-// descriptor a program thread needs for itself (a sampler, a breakpoint
-// counter) still goes as high below the limit as it can, and then counts
-// against the program's limit; under a small limit the samplers use timers
-// instead (runtime.cpp).
+// above the limit. Under a limit of 1024 or more the descriptors go as
+// high below it as they can, where only a program that uses nearly all of
+// its numbers reaches them. Under a small one, the descriptors of the
+// process's own (the profile, the control file, /proc/self/stat) live in a
+// descriptor table of the runtime's own: the profiler thread leaves the
+// process's table for a copy of it (unshare(CLONE_FILES)), closes the
+// program's descriptors there but stderr, and opens the runtime's files in
+// it, so they take no number from the program. The limit bounds the numbers
+// of every table, so the program keeps all of its own. Only the profiler
+// thread can use those descriptors: other threads hand their records to it
+// (ProfileWriter, Profiler). The threads then sample with timers, which
+// take no descriptor (runtime.cpp): the profiler thread acts on each
+// thread's sampler by its number, which would name nothing, or one of its
+// own files, in its table.
 #pragma once
 
 #include "futex_lock.h"
@@ -61,9 +63,9 @@ int next_runtime(unsigned from, unsigned to);
 int close_range_except_runtime(unsigned first, unsigned last, int flags);
 
 /// At start-up, before the runtime opens a descriptor: whether it keeps
-/// its own in a table of its own (above), because it has fewer than a few
-/// dozen numbers above the program's limit and may not raise the hard one.
-/// Returns own_table(); `limit` gets the soft limit.
+/// its own in a table of its own (above), because the program's limit is
+/// small, it has fewer than a few dozen numbers above it and may not raise
+/// the hard one. Returns own_table(); `limit` gets the soft limit.
 bool decide_table(unsigned long& limit);
 /// Whether the process's own descriptors of the runtime are in a table of
 /// its own (decide_table).

@@ -257,22 +257,15 @@ void join_system(Runtime& rt) {
   if (SourceLine* fixed = rt.fixed_line.load(std::memory_order_acquire)) SystemLink(rt).publish_fixed_line(fixed->name());
 }
 
-/// Where the runtime's descriptors go (descriptors.h). With no number above
-/// the program's limit, its files go to a table of its own; under a small
-/// limit, where a sampler per thread would take a noticeable share of the
-/// program's descriptors, threads sample with timers, which take none.
-/// Not with --progress or --latency lines: their counters are each thread's,
-/// and the profiler thread reads them, so both need the program's table.
+/// Where the runtime's descriptors go (descriptors.h). Under a small limit
+/// with no number above it, its files go to a table of its own, and threads
+/// sample with timers, which take no descriptor (the profiler thread could
+/// not reach their samplers from its table). Not with --progress or
+/// --latency lines: their counters are each thread's, and the profiler
+/// thread reads them.
 void choose_descriptor_table(const Runtime& rt) {
-  constexpr unsigned long timers_below_limit = 4096;
   unsigned long limit = 0;
   if (rt.breakpoints.count > 0 || !descriptors::decide_table(limit)) return;
-  if (limit >= timers_below_limit) {
-    log::info("no room above the descriptor limit ({}, the hard limit too): the runtime keeps its files in a "
-              "descriptor table of its own",
-              limit);
-    return;
-  }
   use_timer_sampling();
   log::warn("descriptor limit {} with no room above it: the runtime keeps its files in a descriptor table of its "
             "own, and threads sample with CPU-time timers, which take no descriptor (time in the kernel is not "
