@@ -44,8 +44,9 @@ namespace coz::descriptors {
 
 /// Moves `fd`, a descriptor the runtime just opened, to a number above the
 /// program's reach (see above), close-on-exec, and registers it as the
-/// runtime's. In the runtime's own table (in_own_table()), leaves it be. Returns the number it now has (`fd` itself is closed, unless
-/// it could not be moved). Not for signal context.
+/// runtime's. Returns the number it now has (`fd` itself is closed, unless
+/// it could not be moved); in the runtime's own table (in_own_table()),
+/// `fd` as it is. Not for signal context.
 int adopt(int fd);
 
 /// Closes a descriptor that adopt() returned, and forgets it.
