@@ -270,8 +270,11 @@ TEST_F(LifecycleTest, AllocatorThatTakesAPthreadMutex) {
 // so that the stack records plus them account for the in-scope samples, and
 // `coz report` must say the stack view is partial.
 TEST_F(LifecycleTest, StacksBeyondTheTableAreCountedAndReported) {
+  // CPU time, not wall time: the test once failed with no stacks-dropped at
+  // all in a full run, while other tenants loaded this machine; 600 ms of wall
+  // time with little CPU gives too few samples to fill the table.
   const std::vector<std::string> program = {MANY_PATHS_EXE, "--threads", "2", "--depth", "15", "--leaf", "3000",
-                                            "--ms", "600"};
+                                            "--cpu-ms", "1200"};
   const ProcessResult result = run({"--period", "50us", "--fixed-speedup", "0"}, program, std::chrono::seconds(20));
   ASSERT_TRUE(result.exited && result.exit_status == 0) << describe(result);
   const RawProfile raw = whole_profile();

@@ -2,9 +2,12 @@
 // down a random path, so that samples come from many distinct call stacks
 // (2^--depth of them) and many lines; a progress point per descent. After
 // --ms the main thread returns from main while the others still work: the
-// process exits in the middle of whatever the profiler is doing.
+// process exits in the middle of whatever the profiler is doing. With
+// --cpu-ms, it returns once the process has used that much CPU time instead
+// (or after 20 times as much wall time): as many samples on a loaded machine
+// as on a quiet one.
 //
-//   many_paths [--threads N] [--depth D] [--ms MS] [--leaf N]
+//   many_paths [--threads N] [--depth D] [--ms MS | --cpu-ms MS] [--leaf N]
 //
 // Prints "many_paths descents=N".
 #define _GNU_SOURCE
@@ -21,11 +24,12 @@ static int g_depth = 10;
 static uint64_t g_leaf = 2000;
 static atomic_ulong g_descents;
 
-static double now_ms(void) {
+static double clock_ms(clockid_t clock) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
+static double now_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
 
 static uint64_t leaf(uint64_t x) {
   for (uint64_t i = 0; i < g_leaf; ++i) x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ULL + i;
@@ -80,9 +84,10 @@ static void* worker(void* arg) {
 
 int main(int argc, char** argv) {
   int threads = 3;
-  double ms = 300;
+  double ms = 300, cpu_ms = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--cpu-ms") == 0) cpu_ms = atof(argv[i + 1]);
     else if (strcmp(argv[i], "--depth") == 0) g_depth = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--ms") == 0) ms = atof(argv[i + 1]);
     else if (strcmp(argv[i], "--leaf") == 0) g_leaf = strtoull(argv[i + 1], NULL, 10);
@@ -92,8 +97,9 @@ int main(int argc, char** argv) {
     pthread_create(&t, NULL, worker, (void*)(uintptr_t)(i + 1));
     pthread_detach(t);
   }
-  const double end = now_ms() + ms;
-  while (now_ms() < end) {
+  const double end = now_ms() + (cpu_ms > 0 ? 20 * cpu_ms : ms);
+  const double cpu_end = clock_ms(CLOCK_PROCESS_CPUTIME_ID) + cpu_ms;
+  while (now_ms() < end && (cpu_ms <= 0 || clock_ms(CLOCK_PROCESS_CPUTIME_ID) < cpu_end)) {
     struct timespec pause = {0, 1000000};
     nanosleep(&pause, NULL);
   }
