@@ -148,9 +148,9 @@ bool decide_table(unsigned long& soft) {
   soft = limit.rlim_cur;
   if (limit.rlim_cur >= own_table_below) return false;
   if (limit.rlim_max > limit.rlim_cur && limit.rlim_max - limit.rlim_cur >= room_wanted) return false;
-  // May the hard limit go up for a moment (CAP_SYS_RESOURCE)? Then there is room.
-  rlimit raised{limit.rlim_cur + room_wanted, limit.rlim_cur + room_wanted};
-  raised.rlim_max = std::max(raised.rlim_max, limit.rlim_max);
+  // May the hard limit go up for a moment (CAP_SYS_RESOURCE)? Then there is
+  // room. (Here the hard limit is below the raised one.)
+  const rlimit raised{limit.rlim_cur + room_wanted, limit.rlim_cur + room_wanted};
   if (nofile_limit(&raised, nullptr) == 0) {
     nofile_limit(&limit, nullptr);
     return false;

@@ -429,7 +429,7 @@ void start() {
 /// Without kernel sampling, time in system calls is charged to no line:
 /// say how much, so a user knows what the profile cannot see.
 void warn_if_kernel_time_unsampled(const Runtime& rt) {
-  // The timer fallback's warning already says so.
+  // Timer sampling's warning (perf_event refused, or a small descriptor limit) already says so.
   if (kernel_sampling() || timer_sampling() || !rt.sampling_enabled) return;
   rusage usage{};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return;

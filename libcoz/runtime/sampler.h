@@ -116,7 +116,8 @@ uint64_t unsignalled_drain_interval_ns(const Runtime& rt);
 /// system; known once the first thread has started sampling).
 bool kernel_sampling();
 
-/// Whether perf_event was refused and threads sample with CPU-time timers.
+/// Whether threads sample with CPU-time timers: perf_event was refused, or
+/// a small descriptor limit asked for them (use_timer_sampling).
 bool timer_sampling();
 /// Every thread samples with CPU-time timers, which take no descriptor (a
 /// small descriptor limit with no room above it, runtime.cpp). At start-up,
