@@ -167,8 +167,13 @@ TEST_F(SystemTest, LinesAreChosenByEveryProcesssSamples) {
 // shutdown and last records): paid is then ~10 ms more than that. futex: a
 // raw FUTEX_WAKE on a word in shared memory; the woken process skips, as
 // within a process (with the waiter made to pay, 12 of 24 rounds paid).
+// accept, unix-accept, poll-accept: the child connects a new socket each
+// round, to a loopback TCP listener, a UNIX path, or a listener bound to any
+// address that the parent polls before its accept (before a connect's wake
+// named the address it connects to, every such round paid).
 TEST_F(SystemTest, AWakeFromAnotherProcessCarriesItsCredit) {
-  for (const char* kind : {"pipe", "socketpair", "tcp", "full-pipe", "exit", "_exit", "futex"}) {
+  for (const char* kind :
+       {"pipe", "socketpair", "tcp", "full-pipe", "exit", "_exit", "futex", "accept", "unix-accept", "poll-accept"}) {
     SCOPED_TRACE(kind);
     const double paid_ms = std::string(kind).find("exit") != std::string::npos ? 7.5 : 5.0;
     ProcessResult r = run({"--system"}, {"wake", kind}, profile_path(std::string(kind) + ".coz"));

@@ -29,7 +29,11 @@
 //                             page makes the room that wakes it. KIND exit or
 //                             _exit: the child ends each round, and the
 //                             parent's waitpid returns. KIND futex: a raw
-//                             FUTEX_WAKE on a word in shared memory.
+//                             FUTEX_WAKE on a word in shared memory. KIND
+//                             accept, unix-accept, poll-accept: the child
+//                             connects a new socket each round and the
+//                             parent's accept returns (loopback TCP, a UNIX
+//                             path, a listener on any address polled first).
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <linux/futex.h>
@@ -37,6 +41,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +49,9 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <poll.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -356,7 +363,81 @@ static int run_futex_wake(void) {
   return 0;
 }
 
+// A listener for run_accept_wake: loopback TCP on a port the kernel picks
+// (bound to any address for "poll-accept", so the listener's own address is
+// not the one clients connect to), or a UNIX socket at a path.
+static int listen_for(const char* kind, struct sockaddr_storage* addr, socklen_t* len) {
+  if (strcmp(kind, "unix-accept") == 0) {
+    struct sockaddr_un* un = (struct sockaddr_un*)addr;
+    memset(un, 0, sizeof *un);
+    un->sun_family = AF_UNIX;
+    snprintf(un->sun_path, sizeof un->sun_path, "/tmp/coz-processes-%d.sock", (int)getpid());
+    unlink(un->sun_path);
+    // The length a client would pass: the path and its NUL, not the whole structure.
+    *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(un->sun_path) + 1);
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (s < 0 || bind(s, (struct sockaddr*)un, *len) != 0 || listen(s, 4) != 0) fail("unix listener");
+    return s;
+  }
+  struct sockaddr_in* in = (struct sockaddr_in*)addr;
+  memset(in, 0, sizeof *in);
+  in->sin_family = AF_INET;
+  in->sin_addr.s_addr = htonl(strcmp(kind, "poll-accept") == 0 ? INADDR_ANY : INADDR_LOOPBACK);
+  *len = sizeof *in;
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  if (s < 0 || bind(s, (struct sockaddr*)in, *len) != 0 || listen(s, 4) != 0 ||
+      getsockname(s, (struct sockaddr*)in, len) != 0) {
+    fail("tcp listener");
+  }
+  in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // where the child connects
+  return s;
+}
+
+// Each round the child spins ~20 ms on `selected`, notes the time and
+// connects a new socket to the parent's listener; the parent's accept (for
+// "poll-accept", a poll on the listener first) returns.
+static int run_accept_wake(const char* kind) {
+  double* woken_at = mmap(NULL, sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (woken_at == MAP_FAILED) fail("mmap");
+  struct sockaddr_storage addr;
+  socklen_t len;
+  int listener = listen_for(kind, &addr, &len);
+  pid_t child = fork();
+  if (child < 0) fail("fork");
+  if (child == 0) {
+    close(listener);
+    for (int round = 0; round < kRounds; ++round) {
+      spin_selected(0.020);
+      int s = socket(addr.ss_family, SOCK_STREAM, 0);
+      *woken_at = now_s();
+      if (s < 0 || connect(s, (struct sockaddr*)&addr, len) != 0) fail("connect");
+      read_byte(s);  // the parent closes its end once the round is over
+      close(s);
+    }
+    exit(0);
+  }
+  printf("%s:", kind);
+  for (int round = 0; round < kRounds; ++round) {
+    if (strcmp(kind, "poll-accept") == 0) {
+      struct pollfd p = {.fd = listener, .events = POLLIN};
+      while (poll(&p, 1, -1) != 1) {
+        if (errno != EINTR) fail("poll");
+      }
+    }
+    int c = accept(listener, NULL, NULL);
+    if (c < 0) fail("accept");
+    end_round(*woken_at);
+    close(c);
+  }
+  printf("\n");
+  close(listener);
+  if (addr.ss_family == AF_UNIX) unlink(((struct sockaddr_un*)&addr)->sun_path);
+  reap(child, 0);
+  return 0;
+}
+
 static int run_wake(const char* kind) {
+  if (strstr(kind, "accept") != NULL) return run_accept_wake(kind);
   if (strcmp(kind, "futex") == 0) return run_futex_wake();
   if (strcmp(kind, "full-pipe") == 0) return run_full_pipe();
   if (strcmp(kind, "exit") == 0 || strcmp(kind, "_exit") == 0) return run_exit_wake(kind[0] == '_');

@@ -209,6 +209,14 @@ static void wait_accept_unix(void) {
   if (fd < 0) die("accept");
   close(fd);
 }
+/// A listener found ready by poll, as event loops wait for connections.
+static void wait_poll_accept_unix(void) {
+  struct pollfd p = {.fd = g_fd[2], .events = POLLIN};
+  while (poll(&p, 1, -1) != 1) {
+    if (errno != EINTR) die("poll");
+  }
+  wait_accept_unix();
+}
 static void wake_connect_unix(void) {
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   strcpy(a.sun_path, g_path);
@@ -436,6 +444,7 @@ static const struct kind g_kinds[] = {
     {"recvmsg_socketpair", setup_socketpair, wait_recvmsg_socket, wake_sendmsg_socket, close_all},
     {"recvfrom_tcp", setup_tcp, wait_recvfrom_tcp, wake_send_socket, close_all},
     {"accept_unix", setup_unix_listener, wait_accept_unix, wake_connect_unix, teardown_unix_listener},
+    {"poll_accept_unix", setup_unix_listener, wait_poll_accept_unix, wake_connect_unix, teardown_unix_listener},
     {"epoll_pipe", setup_epoll_pipe, wait_epoll, wake_write_pipe, close_all},
     {"epoll_pwait_pipe", setup_epoll_pipe, wait_epoll_pwait, wake_write_pipe, close_all},
     {"epoll_eventfd", setup_epoll_eventfd, wait_epoll_eventfd, wake_eventfd_write, close_all},
