@@ -2,7 +2,10 @@
 
 #include <netinet/in.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <unordered_map>
 
@@ -40,6 +43,65 @@ uint64_t address_id(const sockaddr_storage& a, socklen_t len) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(&a);
   for (socklen_t i = 0; i < len && i < sizeof a; ++i) h = mix(h, bytes[i]);
   return h | 1;
+}
+
+/// connect_target_id's name for an address: a tag of its own, so that it
+/// never equals a connection's name.
+uint64_t target_id(const sockaddr* a, socklen_t len) {
+  if (a == nullptr || len < static_cast<socklen_t>(sizeof(sa_family_t))) return 0;
+  if (a->sa_family == AF_INET && len >= static_cast<socklen_t>(sizeof(sockaddr_in))) {
+    return mix(0xACCE, reinterpret_cast<const sockaddr_in*>(a)->sin_port) | 1;
+  }
+  if (a->sa_family == AF_INET6 && len >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
+    return mix(0xACCE, reinterpret_cast<const sockaddr_in6*>(a)->sin6_port) | 1;
+  }
+  if (a->sa_family != AF_UNIX) return 0;
+  // The path, up to its NUL: a client may pass the whole structure or the
+  // path's length, with or without the NUL. An abstract name (a leading
+  // NUL) is all of its bytes.
+  const auto* un = reinterpret_cast<const sockaddr_un*>(a);
+  const auto offset = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path));
+  if (len <= offset) return 0;  // unnamed
+  size_t n = std::min<size_t>(len - offset, sizeof un->sun_path);
+  if (un->sun_path[0] != '\0') n = strnlen(un->sun_path, n);
+  uint64_t h = mix(0xACCE, AF_UNIX);
+  for (size_t i = 0; i < n; ++i) h = mix(h, static_cast<unsigned char>(un->sun_path[i]));
+  return h | 1;
+}
+
+/// Whether `fd` is a listening socket.
+bool listening(int fd) {
+  int on = 0;
+  socklen_t size = sizeof on;
+  return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &size) == 0 && on != 0;
+}
+
+/// `fd`'s own address as connect_target_id names it; 0 if it has none.
+uint64_t own_address_id(int fd) {
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return 0;
+  return target_id(reinterpret_cast<const sockaddr*>(&local), len);
+}
+
+/// Whether another process's connect to `target` (connect_target_id)
+/// reached `fd`, a listening socket of this address. Two system calls,
+/// made only for the connect records a waiter on a listener checks, after
+/// a wait during which delays accrued.
+bool foreign_connect_reached(uint64_t target, int fd) {
+  return target != 0 && listening(fd) && own_address_id(fd) == target;
+}
+
+/// Whether socket `w`, which a thread of this process connected, reached
+/// `fd`, a listening socket: the connect is over by the time a waiter
+/// checks, so `w`'s peer is the listener's address.
+bool local_connect_reached(int w, int fd) {
+  if (!listening(fd)) return false;
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  if (getpeername(w, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return false;
+  const uint64_t target = target_id(reinterpret_cast<const sockaddr*>(&peer), len);
+  return target != 0 && own_address_id(fd) == target;
 }
 
 /// channel_id's answers. Each record a waiter checks names its far end
@@ -109,6 +171,8 @@ uint64_t learn_waited(int fd, uint64_t& unkept) {
 
 }  // namespace
 
+uint64_t connect_target_id(const sockaddr* addr, socklen_t len) { return target_id(addr, len); }
+
 uint64_t channel_id(int fd) {
   return g_channels.remember(fd, [fd] { return learn_channel_id(fd); });
 }
@@ -133,11 +197,17 @@ WaitedChannel::WaitedChannel(int fd) : fd_(fd) {
 
 bool WaitedChannel::reached_by(const WakeRecord& record) const {
   if (type_ == Type::Unknown || record.kind == WakeKind::Signal) return false;
+  if (record.foreign && record.kind == WakeKind::Connect) {
+    return type_ == Type::Other && foreign_connect_reached(record.channel, fd_);
+  }
   if (record.foreign) return record.channel != 0 && same_channel(record.channel, channel_id_);
   int w = record.target;
   switch (type_) {
     case Type::Other:
       if (w == fd_) return true;
+      // A listener that poll or epoll_wait found ready (an accept's wait
+      // is on the socket it returns, a Socket): a thread connected to it.
+      if (record.kind == WakeKind::Connect) return local_connect_reached(w, fd_);
       // A lock on the same file through another descriptor.
       return record.kind == WakeKind::Unlock && same_channel(channel_id(w), channel_id_);
     // The far end by its remembered name (channel_id): a waiter checks

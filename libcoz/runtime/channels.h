@@ -14,7 +14,10 @@
 //   local ones (TCP and UDP on loopback exactly; UNIX sockets by path, and
 //   unnamed ones, such as a socketpair's, match any unnamed pair: the
 //   nearest the kernel tells without sock_diag);
-// - a file lock: the same inode.
+// - a file lock: the same inode;
+// - a listening socket (poll or epoll_wait found it ready, or another
+//   process's connect ended an accept): a connect to its own address, by
+//   port or path (connect_target_id).
 // A descriptor closed or reused before the check does not match: the
 // waiter pays, as if woken from outside.
 #pragma once
@@ -36,7 +39,9 @@ class WaitedChannel {
   explicit WaitedChannel(int fd);
   /// Whether `record` (a write, connect, unlock or ring submission) reached
   /// this descriptor. A foreign record (another process's, `coz run
-  /// --system`) by its channel id alone.
+  /// --system`) by its channel id alone; a connect, when this is a
+  /// listening socket, by the address it connected to, which is this one's
+  /// own (another process's connect names it: its socket has no name yet).
   bool reached_by(const WakeRecord& record) const;
 
   /// How the kind of descriptor is kept in the low bits of a remembered name.
@@ -59,6 +64,13 @@ class WaitedChannel {
 /// processes cannot look at each other's descriptors. Remembered per
 /// descriptor (descriptor_memo.h) until forget_channel says it was closed.
 uint64_t channel_id(int fd);
+/// What a `connect` to `addr` posts on the board of `coz run --system`:
+/// the address it connects to, by family and port for TCP and UDP (the
+/// listener may be bound to any address, and an IPv4 client of an IPv6
+/// listener is seen there as a mapped address) and by path for UNIX
+/// sockets. The connecting socket has no name yet: its wake comes before
+/// the call binds it. 0 for other families and unnamed addresses.
+uint64_t connect_target_id(const sockaddr* addr, socklen_t len);
 /// After `fd` was closed, replaced (dup2, dup3) or returned by accept.
 void forget_channel(int fd);
 /// After the descriptors from `first` to `last` (inclusive) were closed.

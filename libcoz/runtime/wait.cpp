@@ -106,9 +106,10 @@ void post_exit(Runtime& rt) {
   errno = saved;
 }
 
-}  // namespace
-
-void wake_through_kernel(WakeKind kind, int target) {
+/// wake_through_kernel and wake_through_connect: `foreign_channel()` names
+/// what the wake goes through for the board of `coz run --system`.
+template <typename ForeignChannel>
+void post_wake(WakeKind kind, int target, ForeignChannel&& foreign_channel) {
   ThreadState* t = current_thread();
   Runtime* rt = runtime();
   // Nothing to pay and no credit to post (the common case, as in catch_up).
@@ -121,10 +122,20 @@ void wake_through_kernel(WakeKind kind, int target) {
     // knows the descriptor only by the kernel object behind it.
     if (rt->system && (kind == WakeKind::Write || kind == WakeKind::Connect || kind == WakeKind::Unlock ||
                        kind == WakeKind::Read)) {
-      if (uint64_t channel = channel_id(target)) rt->system->wakes.post(kind, sys::getpid(), channel);
+      if (uint64_t channel = foreign_channel()) rt->system->wakes.post(kind, sys::getpid(), channel);
     }
   }
   errno = saved;
+}
+
+}  // namespace
+
+void wake_through_kernel(WakeKind kind, int target) {
+  post_wake(kind, target, [target] { return channel_id(target); });
+}
+
+void wake_through_connect(int fd, const sockaddr* addr, socklen_t addr_len) {
+  post_wake(WakeKind::Connect, fd, [addr, addr_len] { return connect_target_id(addr, addr_len); });
 }
 
 void leave_system_at_exit() {

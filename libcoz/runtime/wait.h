@@ -6,6 +6,7 @@
 #pragma once
 
 #include <errno.h>
+#include <sys/socket.h>
 
 #include <cstdint>
 #include <optional>
@@ -129,6 +130,10 @@ inline void catch_up() {
 /// an experiment inserts delays, leaves the credit on the board for the
 /// thread woken to claim (keeps errno).
 void wake_through_kernel(WakeKind kind, int target);
+/// As wake_through_kernel for a `connect` of socket `fd` to `addr`: under
+/// `coz run --system`, its record names the address (connect_target_id),
+/// since the socket itself has no name before the call.
+void wake_through_connect(int fd, const sockaddr* addr, socklen_t addr_len);
 
 /// `coz run --system`, as this process ends (exit, _exit): its parent may
 /// be waiting for it. Pays what the exiting thread owes and leaves its credit

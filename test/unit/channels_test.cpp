@@ -8,9 +8,14 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstring>
+#include <string>
 
 namespace coz {
 namespace {
@@ -30,6 +35,8 @@ class Listener {
     }
   }
   ~Listener() { close(fd_); }
+  int fd() const { return fd_; }
+  const sockaddr_in& address() const { return addr_; }
   /// A connected pair: {client, accepted}.
   std::pair<int, int> connect_pair(int client = -1) {
     if (client < 0) client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -123,6 +130,82 @@ TEST(ChannelsTest, AForgottenNumberIsNamedAnew) {
   EXPECT_FALSE(WaitedChannel(client).reached_by(local_write(client2))) << "the number now names another connection";
   EXPECT_TRUE(WaitedChannel(server2).reached_by(local_write(client2)));
   close_all({client, client2, server2});
+}
+
+}  // namespace
+}  // namespace coz
+
+namespace coz {
+namespace {
+
+/// As another process of `coz run --system` posts a connect to `addr`.
+WakeRecord foreign_connect(const sockaddr* addr, socklen_t len) {
+  return WakeRecord{WakeKind::Connect, 4242, connect_target_id(addr, len), true};
+}
+
+sockaddr_un unix_address(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  return a;
+}
+
+socklen_t path_length(const sockaddr_un& a, bool with_nul) {
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + std::strlen(a.sun_path) + (with_nul ? 1 : 0));
+}
+
+// A client's connect names what it connects to before its socket has a
+// name: a UNIX path however the client measured it, a TCP or UDP port
+// whatever the address (the listener may be bound to any).
+TEST(ChannelsTest, AConnectIsNamedByTheAddressItConnectsTo) {
+  const sockaddr_un path = unix_address("/tmp/coz-channels-test.sock");
+  const auto* p = reinterpret_cast<const sockaddr*>(&path);
+  const uint64_t whole = connect_target_id(p, sizeof path);
+  EXPECT_NE(whole, 0u);
+  EXPECT_EQ(connect_target_id(p, path_length(path, true)), whole);
+  EXPECT_EQ(connect_target_id(p, path_length(path, false)), whole);
+  const sockaddr_un other = unix_address("/tmp/coz-channels-other.sock");
+  EXPECT_NE(connect_target_id(reinterpret_cast<const sockaddr*>(&other), sizeof other), whole);
+
+  sockaddr_in loopback{}, any{};
+  loopback.sin_family = any.sin_family = AF_INET;
+  loopback.sin_port = any.sin_port = htons(4242);
+  loopback.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in6 mapped{};
+  mapped.sin6_family = AF_INET6;
+  mapped.sin6_port = htons(4242);
+  const uint64_t port = connect_target_id(reinterpret_cast<const sockaddr*>(&loopback), sizeof loopback);
+  EXPECT_NE(port, 0u);
+  EXPECT_EQ(connect_target_id(reinterpret_cast<const sockaddr*>(&any), sizeof any), port);
+  EXPECT_EQ(connect_target_id(reinterpret_cast<const sockaddr*>(&mapped), sizeof mapped), port);
+  loopback.sin_port = htons(4243);
+  EXPECT_NE(connect_target_id(reinterpret_cast<const sockaddr*>(&loopback), sizeof loopback), port);
+  EXPECT_EQ(connect_target_id(p, 0), 0u) << "no address";
+}
+
+// Another process's connect reaches a wait on the listener it connected to
+// (an accept, or a poll that found the listener ready), and no other socket:
+// not another listener, not an accepted connection on the same port.
+TEST(ChannelsTest, AnotherProcesssConnectReachesTheListenerItConnectedTo) {
+  Listener listener, other_listener;
+  const sockaddr_in to = listener.address();
+  const WakeRecord connect = foreign_connect(reinterpret_cast<const sockaddr*>(&to), sizeof to);
+  EXPECT_TRUE(WaitedChannel(listener.fd()).reached_by(connect));
+  EXPECT_FALSE(WaitedChannel(other_listener.fd()).reached_by(connect));
+  auto [client, server] = listener.connect_pair();
+  EXPECT_FALSE(WaitedChannel(server).reached_by(connect)) << "a connection the listener accepted earlier";
+  close_all({client, server});
+}
+
+// In the same process, the connecting socket itself is in the record: once
+// connected, its peer is the listener's address.
+TEST(ChannelsTest, AThreadsConnectReachesTheListenerItConnectedTo) {
+  Listener listener, other_listener;
+  auto [client, server] = listener.connect_pair();
+  const WakeRecord connect{WakeKind::Connect, client};
+  EXPECT_TRUE(WaitedChannel(listener.fd()).reached_by(connect));
+  EXPECT_FALSE(WaitedChannel(other_listener.fd()).reached_by(connect));
+  close_all({client, server});
 }
 
 }  // namespace
