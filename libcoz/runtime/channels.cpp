@@ -84,24 +84,21 @@ uint64_t own_address_id(int fd) {
   return target_id(reinterpret_cast<const sockaddr*>(&local), len);
 }
 
-/// Whether another process's connect to `target` (connect_target_id)
-/// reached `fd`, a listening socket of this address. Two system calls,
-/// made only for the connect records a waiter on a listener checks, after
-/// a wait during which delays accrued.
-bool foreign_connect_reached(uint64_t target, int fd) {
+/// Whether a connect to `target` (connect_target_id) reached `fd`, a
+/// listening socket of that address. Two system calls, made only for the
+/// connect records a waiter on a listener checks, after a wait during which
+/// delays accrued.
+bool connect_reached(uint64_t target, int fd) {
   return target != 0 && listening(fd) && own_address_id(fd) == target;
 }
 
-/// Whether socket `w`, which a thread of this process connected, reached
-/// `fd`, a listening socket: the connect is over by the time a waiter
-/// checks, so `w`'s peer is the listener's address.
-bool local_connect_reached(int w, int fd) {
-  if (!listening(fd)) return false;
+/// The target of socket `w`, which a thread of this process connected: the
+/// connect is over by the time a waiter checks, so it is `w`'s peer.
+uint64_t peer_address_id(int w) {
   sockaddr_storage peer{};
   socklen_t len = sizeof peer;
-  if (getpeername(w, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return false;
-  const uint64_t target = target_id(reinterpret_cast<const sockaddr*>(&peer), len);
-  return target != 0 && own_address_id(fd) == target;
+  if (getpeername(w, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return 0;
+  return target_id(reinterpret_cast<const sockaddr*>(&peer), len);
 }
 
 /// channel_id's answers. Each record a waiter checks names its far end
@@ -198,16 +195,16 @@ WaitedChannel::WaitedChannel(int fd) : fd_(fd) {
 bool WaitedChannel::reached_by(const WakeRecord& record) const {
   if (type_ == Type::Unknown || record.kind == WakeKind::Signal) return false;
   if (record.foreign && record.kind == WakeKind::Connect) {
-    return type_ == Type::Other && foreign_connect_reached(record.channel, fd_);
+    return type_ == Type::Other && connect_reached(record.channel, fd_);
   }
   if (record.foreign) return record.channel != 0 && same_channel(record.channel, channel_id_);
   int w = record.target;
   switch (type_) {
     case Type::Other:
       if (w == fd_) return true;
-      // A listener that poll or epoll_wait found ready (an accept's wait
-      // is on the socket it returns, a Socket): a thread connected to it.
-      if (record.kind == WakeKind::Connect) return local_connect_reached(w, fd_);
+      // A listener (in accept, or found ready by poll or epoll_wait): a
+      // thread connected to it.
+      if (record.kind == WakeKind::Connect) return connect_reached(peer_address_id(w), fd_);
       // A lock on the same file through another descriptor.
       return record.kind == WakeKind::Unlock && same_channel(channel_id(w), channel_id_);
     // The far end by its remembered name (channel_id): a waiter checks

@@ -15,9 +15,8 @@
 //   unnamed ones, such as a socketpair's, match any unnamed pair: the
 //   nearest the kernel tells without sock_diag);
 // - a file lock: the same inode;
-// - a listening socket (poll or epoll_wait found it ready, or another
-//   process's connect ended an accept): a connect to its own address, by
-//   port or path (connect_target_id).
+// - a listening socket (in accept, or found ready by poll or epoll_wait):
+//   a connect to its own address, by port or path (connect_target_id).
 // A descriptor closed or reused before the check does not match: the
 // waiter pays, as if woken from outside.
 #pragma once

@@ -50,23 +50,6 @@ void done_on(KernelWait& wait, int fd) {
   });
 }
 
-/// Ends an accept on `listener` that returned `accepted`: a thread of this
-/// process that connected is found through the new connection (its two
-/// addresses, as for any socket); another process's connect through the
-/// listener, the address it connected to (WaitedChannel::reached_by).
-void done_on_accept(KernelWait& wait, int listener, int accepted) {
-  wait.done([&, channel = std::optional<WaitedChannel>(), listening = std::optional<WaitedChannel>()](
-                const WakeRecord& record) mutable {
-    if (record.kind == WakeKind::Read) return false;
-    if (record.foreign && record.kind == WakeKind::Connect) {
-      if (!listening) listening.emplace(listener);
-      return listening->reached_by(record);
-    }
-    if (!channel) channel.emplace(accepted);
-    return channel->reached_by(record);
-  });
-}
-
 /// Ends a write, which blocks while the pipe or socket is full: claims the
 /// read at the other end that made room.
 void done_writing(KernelWait& wait, int fd) {
@@ -262,7 +245,7 @@ int accept(int fd, struct sockaddr* addr, socklen_t* addr_len) {
   KernelWait w(WaitKind::Io);
   int ret = functions().accept(fd, addr, addr_len);
   coz::forget_channel(ret);  // a number closed where the runtime could not see it
-  done_on_accept(w, fd, ret);
+  done_on(w, fd);  // the listener: a connect to its address ended the wait
   return ret;
 }
 
@@ -271,7 +254,7 @@ int accept4(int fd, struct sockaddr* addr, socklen_t* addr_len, int flags) {
   KernelWait w(WaitKind::Io);
   int ret = functions().accept4(fd, addr, addr_len, flags);
   coz::forget_channel(ret);  // a number closed where the runtime could not see it
-  done_on_accept(w, fd, ret);
+  done_on(w, fd);  // the listener: a connect to its address ended the wait
   return ret;
 }
 
