@@ -72,6 +72,14 @@ const SpeedupEstimate* at(const LineEffect& e, double s) {
   return nullptr;
 }
 
+// The pooled baseline, whose formulas the hand-computed tests below check
+// (docs/analysis.md sections 5-6); the default, local, has its own tests.
+Analysis analyze_pooled(const Profile& profile) {
+  AnalysisOptions pooled;
+  pooled.baseline = Baseline::Pooled;
+  return analyze(profile, pooled);
+}
+
 TEST(Analysis, ThroughputSpeedupFromPeriods) {
   // Baseline 10 visits in 100 ms (P = 10 ms); at 50%, 12.5 visits per 100 ms
   // (25 in 200 ms, P = 8 ms): the program is (10 - 8) / 10 = 20% faster.
@@ -79,7 +87,7 @@ TEST(Analysis, ThroughputSpeedupFromPeriods) {
   b.experiment("a.c:1", 0.0, 100 * ms).visits("p", 10);
   b.experiment("a.c:1", 0.5, 100 * ms).visits("p", 12);
   b.experiment("a.c:1", 0.5, 100 * ms).visits("p", 13);
-  Analysis a = analyze(b.get());
+  Analysis a = analyze_pooled(b.get());
   ASSERT_EQ(a.effects.size(), 1u);
   const LineEffect& e = a.effects[0];
   EXPECT_EQ(e.kind, PointKind::Throughput);
@@ -208,7 +216,7 @@ TEST(Analysis, PooledBaselineUsesEveryLinesZeroPercentRuns) {
   b.experiment("a.c:1", 0.0, 100 * ms).visits("p", 10);
   b.experiment("c.c:3", 0.0, 200 * ms).visits("p", 20);
   b.experiment("b.c:2", 0.5, 200 * ms).visits("p", 25);
-  Analysis a = analyze(b.get());
+  Analysis a = analyze_pooled(b.get());
   const LineEffect* e = find(a, "b.c:2");
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->baseline, BaselineSource::Pooled);
@@ -359,7 +367,7 @@ ProfileBuilder two_by_two() {
 }
 
 TEST(Intervals, DispersionIsPearsonOverAllCells) {
-  Analysis a = analyze(two_by_two().get());
+  Analysis a = analyze_pooled(two_by_two().get());
   ASSERT_EQ(a.points.size(), 1u);
   const double phi = (2.0 / 11 + 2.0 / 13) / 2;
   EXPECT_NEAR(a.points[0].dispersion, phi, 1e-12);
@@ -369,7 +377,7 @@ TEST(Intervals, DispersionIsPearsonOverAllCells) {
 }
 
 TEST(Intervals, ProgramSpeedupIntervalByTheDeltaMethod) {
-  Analysis a = analyze(two_by_two().get());
+  Analysis a = analyze_pooled(two_by_two().get());
   const LineEffect& e = a.effects.at(0);
   const double phi = (2.0 / 11 + 2.0 / 13) / 2;
   const double r = 22.0 / 26.0;  // P(.5)/P(0) with equal durations
@@ -393,7 +401,7 @@ TEST(Intervals, SharedBaselineIsCountedOnceInTheImpact) {
   ProfileBuilder b = two_by_two();
   b.experiment("a.c:1", 1.0, 100 * ms).visits("p", 15);
   b.experiment("a.c:1", 1.0, 100 * ms).visits("p", 17);
-  Analysis a = analyze(b.get());
+  Analysis a = analyze_pooled(b.get());
   const LineEffect& e = a.effects.at(0);
   const double phi = a.points[0].dispersion;
   const double r1 = 22.0 / 26, r2 = 22.0 / 32;
@@ -428,7 +436,7 @@ TEST(Intervals, LatencyDispersionUsesArrivals) {
   b.experiment("a.c:1", 0.0, 100 * ms).latency("p", 10, 0, 2.0);
   b.experiment("a.c:1", 0.0, 100 * ms).latency("p", 10, 0, 3.0);
   b.experiment("a.c:1", 0.5, 100 * ms).latency("p", 10, 0, 2.0);
-  Analysis a = analyze(b.get());
+  Analysis a = analyze_pooled(b.get());
   EXPECT_NEAR(a.points.at(0).dispersion, 0.8, 1e-12);
   const LineEffect& e = a.effects.at(0);
   const double r = 20.0 / 25.0;
@@ -481,10 +489,14 @@ TEST(Intervals, NoEffectNeedsANarrowIntervalAroundZero) {
 
 // Simulated profiles with a known effect: the 95% intervals must cover the
 // truth about 95% of the time, for the curve points and for the slope.
-TEST(Intervals, CoverageOnSimulatedProfiles) {
+class Coverage : public ::testing::TestWithParam<Baseline> {};
+
+TEST_P(Coverage, OnSimulatedProfiles) {
   std::mt19937_64 rng(20240611);
   const double true_slope = 0.4;  // program speedup = 0.4 * s
   const int reps = 400;
+  AnalysisOptions options;
+  options.baseline = GetParam();
   int point_hits = 0, slope_hits = 0, points = 0;
   for (int rep = 0; rep < reps; ++rep) {
     ProfileBuilder b;
@@ -496,7 +508,7 @@ TEST(Intervals, CoverageOnSimulatedProfiles) {
       std::poisson_distribution<uint64_t> visits(static_cast<double>(d) / period);
       b.experiment(i % 2 ? "a.c:1" : "b.c:1", s, d).visits("p", visits(rng));
     }
-    Analysis a = analyze(b.get());
+    Analysis a = analyze(b.get(), options);
     for (const LineEffect& e : a.effects) {
       for (const SpeedupEstimate& p : e.curve) {
         if (p.line_speedup == 0.0) continue;
@@ -514,6 +526,9 @@ TEST(Intervals, CoverageOnSimulatedProfiles) {
   EXPECT_LT(slope_coverage, 0.98) << slope_coverage;
 }
 
+INSTANTIATE_TEST_SUITE_P(Intervals, Coverage, ::testing::Values(Baseline::Local, Baseline::Pooled),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
 TEST(Intervals, PooledBaselineIsTighterThanTheLinesOwn) {
   ProfileBuilder b;
   for (int line = 0; line < 10; ++line) {
@@ -527,6 +542,124 @@ TEST(Intervals, PooledBaselineIsTighterThanTheLinesOwn) {
   double pooled = find(analyze(b.get()), "l3.c:1")->impact_se;
   double line = find(analyze(b.get(), own), "l3.c:1")->impact_se;
   EXPECT_LT(pooled, line);
+}
+
+// --- the local baseline (docs/analysis.md section 4) ---
+
+// A program whose rate doubles halfway: 10 visits per 100 ms, then 20. Every
+// stretch has 0% runs; exact visits, so the local comparison is exact too.
+ProfileBuilder two_regimes() {
+  ProfileBuilder b;
+  for (int half = 0; half < 2; ++half) {
+    const uint64_t rate = half == 0 ? 10 : 20;  // visits per 100 ms at 0%
+    for (int i = 0; i < 40; ++i) {
+      if (i % 2 == 0) {
+        b.experiment("base.c:1", 0.0, 100 * ms).visits("p", rate);
+      } else if (half == 0) {  // the no-effect line runs only in the slow half
+        b.experiment("idle.c:5", 0.5, 100 * ms).visits("p", rate);
+      } else {  // the hot line only in the fast half: 50% of it is +25% visits, a 20% shorter period
+        b.experiment("hot.c:10", 0.5, 100 * ms).visits("p", rate * 5 / 4);
+      }
+    }
+  }
+  return b;
+}
+
+TEST(LocalBaseline, ComparesEachExperimentWithTheZeroPercentRunsNearIt) {
+  Analysis local = analyze(two_regimes().get());
+  const LineEffect* idle = find(local, "idle.c:5");
+  const LineEffect* hot = find(local, "hot.c:10");
+  ASSERT_NE(idle, nullptr);
+  ASSERT_NE(hot, nullptr);
+  EXPECT_EQ(idle->baseline, BaselineSource::Local);
+  EXPECT_DOUBLE_EQ(idle->baseline_ns, 100.0 * ms / 15) << "the pool, as measured: 600 visits in 40 runs of 100 ms";
+  // 16 of each line's 20 experiments have all their neighbours in their own
+  // regime; the 4 next to the switch see both, and are off.
+  EXPECT_NEAR(at(*idle, 0.5)->program_speedup, 0.0, 0.07);
+  EXPECT_NEAR(at(*hot, 0.5)->program_speedup, 0.2, 0.04);
+
+  // The pool mixes the regimes: R_0 = 6.67 ms against 10 ms and 5 ms.
+  Analysis pooled = analyze_pooled(two_regimes().get());
+  EXPECT_NEAR(at(*find(pooled, "idle.c:5"), 0.5)->program_speedup, -0.5, 1e-12);
+  EXPECT_NEAR(at(*find(pooled, "hot.c:10"), 0.5)->program_speedup, 0.4, 1e-12);
+}
+
+TEST(LocalBaseline, NeighboursAreTheEightNearestInProfileOrder) {
+  // Experiments far from the switch: their 8 neighbours are all in their own
+  // regime, so their adjusted period is exactly the pool's.
+  ProfileBuilder b = two_regimes();
+  b.experiment("late.c:3", 0.5, 100 * ms).visits("p", 20);  // position 80, neighbours 64..78, all fast
+  Analysis a = analyze(b.get());
+  const SpeedupEstimate* late = at(*find(a, "late.c:3"), 0.5);
+  EXPECT_NEAR(late->program_speedup, 0.0, 1e-12);
+  EXPECT_NEAR(late->value_ns, a.points.at(0).baseline_ns, 1e-6);
+  EXPECT_EQ(late->duration_ns, 100 * ms) << "durations stay as measured";
+}
+
+TEST(LocalBaseline, WithFewZeroPercentRunsTheVarianceIsThePools) {
+  // At most 8 other 0% runs: every measured experiment's neighbours are the
+  // whole pool, so G = 1/X_0 and the interval has the pooled form (with the
+  // local phi, which differs: the 0% runs are adjusted by each other).
+  ProfileBuilder b = two_by_two();
+  b.experiment("b.c:2", 0.0, 100 * ms).visits("p", 11);
+  b.experiment("b.c:2", 1.0, 100 * ms).visits("p", 15);
+  b.experiment("b.c:2", 1.0, 100 * ms).visits("p", 16);
+  Analysis a = analyze(b.get());
+  const double phi = a.points.at(0).dispersion;
+  ASSERT_TRUE(std::isfinite(phi));
+  const double x0 = 33.0;
+  for (const LineEffect& e : a.effects) {
+    ASSERT_EQ(e.baseline, BaselineSource::Local);
+    const SpeedupEstimate& p = e.curve.back();
+    const double r = 1 - p.program_speedup;
+    EXPECT_NEAR(p.se, r * std::sqrt(phi * (1.0 / static_cast<double>(p.visits) + 1.0 / x0)), 1e-12) << e.line;
+    EXPECT_NEAR(e.impact_se, p.se / 2, 1e-12) << e.line << ": one measured point, a = 1/2";
+  }
+}
+
+TEST(LocalBaseline, NeighboursWithoutVisitsFallBackToThePool) {
+  // The 0% runs next to c.c:3 never reached the point: its neighbourhood has
+  // X = 0, so it is compared with the whole pool, unadjusted.
+  ProfileBuilder b;
+  for (int i = 0; i < 10; ++i) b.experiment("a.c:1", 0.0, 100 * ms).visits("p", 10);
+  for (int i = 0; i < 9; ++i) b.experiment("z.c:9", 0.0, 100 * ms).visits("p", 0);
+  b.experiment("c.c:3", 0.5, 100 * ms).visits("p", 12);
+  for (int i = 0; i < 9; ++i) b.experiment("z.c:9", 0.0, 100 * ms).visits("p", 0);
+  Analysis a = analyze(b.get());
+  const SpeedupEstimate* p = at(*find(a, "c.c:3"), 0.5);
+  const double r0 = 2800.0 * ms / 100;  // 28 runs of 100 ms, 100 visits
+  EXPECT_DOUBLE_EQ(a.points.at(0).baseline_ns, r0);
+  EXPECT_NEAR(p->value_ns, 100.0 * ms / 12, 1e-6);
+  EXPECT_NEAR(p->program_speedup, 1 - (100.0 * ms / 12) / r0, 1e-12);
+}
+
+TEST(LocalBaseline, IntervalsCoverTheTruthAcrossARegimeSwitch) {
+  // Poisson visits, the rate doubles halfway; lines without effect whose
+  // experiments lean to one half. Against the pool they read as slowdowns.
+  std::mt19937_64 rng(7);
+  int covered[2] = {0, 0}, lines = 0;
+  for (int rep = 0; rep < 40; ++rep) {
+    ProfileBuilder b;
+    for (int i = 0; i < 200; ++i) {
+      const bool fast = i >= 100;
+      const double period = (fast ? 0.5 : 1.0) * ms;
+      std::string line = i % 3 == 0 && !fast ? "lean.c:1" : "other.c:2";
+      double s = i % 4 == 0 ? 0.0 : 0.05 * static_cast<double>(1 + i % 20);
+      std::poisson_distribution<uint64_t> visits(50.0 * ms / period);
+      b.experiment(line, s, 50 * ms).visits("p", visits(rng));
+    }
+    Analysis local = analyze(b.get());
+    Analysis pooled = analyze_pooled(b.get());
+    for (const char* line : {"lean.c:1", "other.c:2"}) {
+      ++lines;
+      const LineEffect* l = find(local, line);
+      const LineEffect* p = find(pooled, line);
+      covered[0] += l->impact_low <= 0 && 0 <= l->impact_high;
+      covered[1] += p->impact_low <= 0 && 0 <= p->impact_high;
+    }
+  }
+  EXPECT_GE(covered[0], lines * 85 / 100) << covered[0] << " of " << lines;
+  EXPECT_LT(covered[1], lines / 2) << covered[1] << " of " << lines;
 }
 
 // --- the conventional profile ---
@@ -831,11 +964,18 @@ void check_vector(const std::string& name) {
     read_profile(in, file, one);
     merge_profile(profile, std::move(one));
   }
-  Json actual = JsonParser(to_json(analyze(profile))).parse();
+  AnalysisOptions options;  // the defaults, or the vector's "options" (its options.txt)
+  if (auto found = m.find("options"); found != m.end()) {
+    const auto& given = std::get<std::map<std::string, Json>>(found->second.v);
+    const std::string& baseline = std::get<std::string>(given.at("baseline").v);
+    options.baseline = baseline == "pooled" ? Baseline::Pooled : baseline == "line" ? Baseline::Line : Baseline::Local;
+  }
+  Json actual = JsonParser(to_json(analyze(profile, options))).parse();
   double tolerance = std::get<double>(m.at("tolerance").v);
   m.erase("tolerance");
   m.erase("comment");
   m.erase("inputs");
+  m.erase("options");
   expect_subset(expected, actual, name, tolerance);
 }
 

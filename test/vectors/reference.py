@@ -4,12 +4,14 @@ document (not from the C++), used to write the test vectors' expected.json.
 
     test/vectors/reference.py DIR      # prints the analysis of DIR's inputs
     test/vectors/reference.py --write DIR...   # (re)writes DIR/expected.json
+    --baseline local|pooled|line       # section 4 (default local, as `coz report`)
 
 Each vector directory holds its profile files and an `inputs.txt` listing
 them (one per line, in reading order); expected.json records them too. The
 C++ (test/unit/analysis_test.cpp) and the viewer compare their output with
 expected.json; this script is only how the expected values were produced.
 """
+import bisect
 import json
 import math
 import re
@@ -20,6 +22,8 @@ Z = 1.959963984540054
 H = 0.025
 ALPHA = 0.05   # false discovery rate (section 7)
 N_MIN = 10     # measured experiments before any verdict
+K_LOCAL = 8    # neighbours of the local baseline (section 4)
+BASELINES = ("local", "pooled", "line")
 NAN = float("nan")
 
 # Acklam's coefficients (section 7, "The two approximations")
@@ -299,7 +303,23 @@ def ratio(c):
     return c["y"] / c["x"]
 
 
-def analyze(prof, halves=True):
+def neighbourhood(bpos, i):
+    """Section 4, local: the K_LOCAL positions of bpos (sorted) nearest to i, i excluded,
+    the earlier first at equal distance; returned in increasing position."""
+    lo = bisect.bisect_left(bpos, i) - 1
+    hi = lo + 1
+    if hi < len(bpos) and bpos[hi] == i:
+        hi += 1
+    out = []
+    while len(out) < K_LOCAL and (lo >= 0 or hi < len(bpos)):
+        if hi >= len(bpos) or (lo >= 0 and i - bpos[lo] <= bpos[hi] - i):
+            out.append(bpos[lo]); lo -= 1
+        else:
+            out.append(bpos[hi]); hi += 1
+    return sorted(out)
+
+
+def analyze(prof, halves=True, baseline="local"):
     obs = {}  # (name, kind) -> list of (line, bucket, x, y, d, untreated)
     for e in prof["experiments"]:
         b = int(math.floor(e["speedup"] * 20 + 0.5))
@@ -315,12 +335,36 @@ def analyze(prof, halves=True):
     points, effects = [], []
     for (name, kind) in sorted(obs):
         ol = obs[(name, kind)]
-        cells, base = {}, dict(n=0, x=0, y=0.0, d=0, u=0)
+        base = dict(n=0, x=0, y=0.0)  # the pool (section 4), from the observations' own y
         for line, b, x, y, d, u in ol:
-            for c in ([cells.setdefault((line, b), dict(n=0, x=0, y=0.0, d=0, u=0))] + ([base] if b == 0 else [])):
-                c["n"] += 1; c["x"] += x; c["y"] += y; c["d"] += d; c["u"] += u
+            if b == 0:
+                base["n"] += 1; base["x"] += x; base["y"] += y
+        usable = base["x"] > 0 and ratio(base) > 0
+        R0, X0 = (ratio(base), float(base["x"])) if usable else (NAN, NAN)
+        # section 4, local: every y becomes y' = y * (R_0 / R_i^loc); nbr[i] = N(i), xloc[i] = X_i^loc
+        bpos = [i for i, o in enumerate(ol) if o[1] == 0]
+        nbr, xloc = [bpos] * len(ol), [base["x"]] * len(ol)
+        if baseline == "local" and usable:
+            adj = []
+            for i, (line, b, x, y, d, u) in enumerate(ol):
+                ni = neighbourhood(bpos, i)
+                xl, yl = 0, 0.0
+                for j in ni:
+                    xl += ol[j][2]; yl += ol[j][3]
+                if ni and xl > 0 and yl > 0:
+                    rl = yl / xl
+                else:  # no usable neighbours: the pool, i itself included if it is one
+                    ni, xl, rl = bpos, base["x"], R0
+                nbr[i], xloc[i] = ni, xl
+                adj.append((line, b, x, y * (R0 / rl), d, u))
+            ol = adj
+        cells = {}
+        for i, (line, b, x, y, d, u) in enumerate(ol):
+            c = cells.setdefault((line, b), dict(n=0, x=0, y=0.0, d=0, u=0, members=[]))
+            c["n"] += 1; c["x"] += x; c["y"] += y; c["d"] += d; c["u"] += u; c["members"].append(i)
         s, N, K = 0.0, 0, set()
-        for line, b, x, y, d, _ in ol:
+        local = baseline == "local" and usable
+        for i, (line, b, x, y, d, _) in enumerate(ol):
             c = cells[(line, b)]
             if c["x"] == 0:
                 continue
@@ -332,17 +376,20 @@ def analyze(prof, halves=True):
                 if not m > 0:
                     continue
                 t = (x - m) * (x - m) / m
+                if local:  # section 4: the neighbours' noise is counted apart
+                    t /= 1.0 + m / xloc[i]
             else:
                 if x == 0:
                     continue
                 e_ = y - R * x
                 t = e_ * e_ / (R * R * x)
+                if local:
+                    t /= 1.0 + x / xloc[i]
             s += t; N += 1; K.add((line, b))
         dof = N - len(K)
         phi = s / dof if dof > 0 else NAN
-        usable = base["x"] > 0 and ratio(base) > 0
         points.append(dict(name=name, kind=kind, experiments=len(ol), dispersion=phi, dispersion_dof=dof,
-                           baseline_ns=ratio(base) if usable else NAN, baseline_experiments=base["n"],
+                           baseline_ns=R0, baseline_experiments=base["n"],
                            baseline_visits=base["x"]))
         for line in sorted({k[0] for k in cells}):
             mine = sorted((b, c) for (l, b), c in cells.items() if l == line)
@@ -362,19 +409,36 @@ def analyze(prof, halves=True):
             effects.append(eff)
             if not usable:
                 continue
-            R0, X0 = ratio(base), float(base["x"])
-            eff["baseline"], eff["baseline_ns"] = "pooled", R0
+            R0e, X0e, src = R0, X0, baseline
+            if baseline == "line":
+                own = cells.get((line, 0))
+                if own and own["x"] > 0 and ratio(own) > 0:
+                    R0e, X0e = ratio(own), float(own["x"])
+                else:
+                    src = "pooled"
+            eff["baseline"], eff["baseline_ns"] = src, R0e
             meas, untreated_measured = [], 0
             for b, c in mine:
                 if c["x"] == 0:
                     continue
-                R = ratio(c); r = R / R0; ps = 1.0 - r
-                se = r * math.sqrt(phi * (1.0 / c["x"] + 1.0 / X0)) if b > 0 else NAN
+                R = ratio(c); r = R / R0e; ps = 1.0 - r
+                G = None
+                if b == 0:
+                    se = NAN
+                elif src == "local":
+                    G = local_weights(c, ol, nbr, xloc)
+                    V = 0.0
+                    for j in bpos:
+                        g = G.get(j, 0.0)
+                        V += ol[j][2] * g * g
+                    se = r * math.sqrt(phi * (1.0 / c["x"] + V))
+                else:
+                    se = r * math.sqrt(phi * (1.0 / c["x"] + 1.0 / X0e))
                 eff["curve"].append(dict(line_speedup=b / 20, program_speedup=ps, se=se, low=ps - Z * se,
                                          high=ps + Z * se, experiments=c["n"], visits=c["x"],
                                          duration_ns=c["d"], value_ns=R))
                 if b > 0:
-                    meas.append((b / 20, ps, r, float(c["x"])))
+                    meas.append((b / 20, ps, r, float(c["x"]), G))
                     untreated_measured += c["u"]
             if meas and untreated_measured == sum(c["n"] for b, c in mine if b > 0 and c["x"] > 0):
                 # section 2: every speedup of the line inserted no delay; nothing was tried
@@ -390,17 +454,26 @@ def analyze(prof, halves=True):
                 nxt = meas[k + 1][0] if k + 1 < m else meas[k][0]
                 trap.append((nxt - prev) / (2.0 * sm))
             D = 0.0
-            for s_, _, _, x in meas:
+            for s_, _, _, x, _ in meas:
                 D += x * s_ * s_
-            slope_a = [x * s_ / D for s_, _, _, x in meas]
+            slope_a = [x * s_ / D for s_, _, _, x, _ in meas]
 
             def comb(a):
                 v = sq = lin = 0.0
-                for k, (s_, dlt, r, x) in enumerate(meas):
+                for k, (s_, dlt, r, x, _) in enumerate(meas):
                     v += a[k] * dlt
                     sq += a[k] * a[k] * r * r / x
                     lin += a[k] * r
-                return v, math.sqrt(phi * (sq + lin * lin / X0)) if not math.isnan(phi) else NAN
+                if src == "local":  # section 4: (Σ a r)² / X_0 becomes Σ_j x_j h_j²
+                    shared = 0.0
+                    for j in bpos:
+                        h = 0.0
+                        for k, (_, _, r, _, G) in enumerate(meas):
+                            h += a[k] * r * G.get(j, 0.0)
+                        shared += ol[j][2] * h * h
+                else:
+                    shared = lin * lin / X0e
+                return v, math.sqrt(phi * (sq + shared)) if not math.isnan(phi) else NAN
             iv, ise = comb(trap)
             sv, sse = comb(slope_a)
             eff.update(impact=iv, impact_se=ise, impact_low=iv - Z * ise, impact_high=iv + Z * ise,
@@ -443,14 +516,25 @@ def analyze(prof, halves=True):
             "sampling": sampling, "points": points, "effects": effects,
             "profile": {"lines": lines, "functions": sorted(funcs.values(), key=lambda f: (-f["samples"], f["function"])),
                         "stacks": stacks, "blocked": blocked},
-            "stability": stability(prof, points, effects) if halves else [],
+            "stability": stability(prof, points, effects, baseline) if halves else [],
             "warnings": prof["warnings"]}
 
 
-def stability(prof, points, effects):
+def local_weights(c, ol, nbr, xloc):
+    """Section 4, local: G_c(j) = Σ_{i∈c, j∈N(i)} u_i / X_i^loc (i in profile order), j -> G."""
+    G = {}
+    for i in c["members"]:
+        u = ol[i][3] / c["y"] if c["y"] != 0 else 0.0
+        w = u / xloc[i]
+        for j in nbr[i]:
+            G[j] = G.get(j, 0.0) + w
+    return G
+
+
+def stability(prof, points, effects, baseline):
     """Section 8, split halves: the even- and odd-numbered experiments analysed alone."""
-    a = analyze(dict(prof, experiments=prof["experiments"][0::2]), halves=False)["effects"]
-    b = analyze(dict(prof, experiments=prof["experiments"][1::2]), halves=False)["effects"]
+    a = analyze(dict(prof, experiments=prof["experiments"][0::2]), halves=False, baseline=baseline)["effects"]
+    b = analyze(dict(prof, experiments=prof["experiments"][1::2]), halves=False, baseline=baseline)["effects"]
 
     def top(effs, p, k):
         return [e["line"] for e in effs if e["measured"] and (e["point"], e["kind"]) == p][:k]
@@ -473,20 +557,38 @@ def clean(v):
     return v
 
 
-def vector(d):
+def vector_options(d):
+    """A vector's options.txt (`KEY=VALUE` lines, only `baseline` so far), else {}."""
+    f = Path(d) / "options.txt"
+    if not f.exists():
+        return {}
+    return dict(l.strip().split("=", 1) for l in f.read_text().splitlines() if l.strip())
+
+
+def vector(d, baseline=None):
     d = Path(d)
     inputs = [l.strip() for l in (d / "inputs.txt").read_text().splitlines() if l.strip()]
-    return inputs, clean(analyze(read(inputs, d)))
+    options = vector_options(d)
+    mode = baseline or options.get("baseline", "local")
+    return inputs, options, clean(analyze(read(inputs, d), baseline=mode))
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
+    args, baseline = sys.argv[1:], None
+    if "--baseline" in args:
+        k = args.index("--baseline")
+        if k + 1 >= len(args) or args[k + 1] not in BASELINES:
+            sys.exit("--baseline local|pooled|line")
+        baseline = args[k + 1]
+        del args[k:k + 2]
     if args and args[0] == "--write":
         for d in args[1:]:
-            inputs, result = vector(d)
+            inputs, options, result = vector(d, baseline)
             comment = (Path(d) / "README").read_text().strip().splitlines() if (Path(d) / "README").exists() else []
             out = {"comment": comment, "tolerance": 1e-9, "inputs": inputs}
+            if options:
+                out["options"] = options
             out.update(result)
             (Path(d) / "expected.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     else:
-        print(json.dumps(vector(args[0])[1], indent=1))
+        print(json.dumps(vector(args[0], baseline)[2], indent=1))

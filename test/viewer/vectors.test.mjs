@@ -56,12 +56,15 @@ for (const name of dirs) {
       (existsSync(join(dir, "inputs.txt"))
         ? readFileSync(join(dir, "inputs.txt"), "utf8").split("\n").map((l) => l.trim()).filter(Boolean)
         : ["profile.coz"]);
+    // The defaults, or the vector's "options" (its options.txt).
+    const options = expected.options ? { baseline: expected.options.baseline } : {};
     delete expected.tolerance;
     delete expected.comment;
     delete expected.inputs;
+    delete expected.options;
     const profile = emptyProfile();
     // Named as listed in the inputs: warnings carry that name.
     for (const f of files) readProfile(readFileSync(join(dir, f), "utf8"), f, profile);
-    expectSubset(expected, asJson(analyze(profile)), name, tolerance);
+    expectSubset(expected, asJson(analyze(profile, options)), name, tolerance);
   });
 }

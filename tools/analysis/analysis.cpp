@@ -19,8 +19,18 @@ const char* to_string(PointKind kind) {
   return kind == PointKind::Throughput ? "throughput" : "latency";
 }
 
+const char* to_string(Baseline baseline) {
+  switch (baseline) {
+    case Baseline::Pooled: return "pooled";
+    case Baseline::Line: return "line";
+    case Baseline::Local: break;
+  }
+  return "local";
+}
+
 const char* to_string(BaselineSource source) {
   switch (source) {
+    case BaselineSource::Local: return "local";
     case BaselineSource::Pooled: return "pooled";
     case BaselineSource::Line: return "line";
     case BaselineSource::None: break;
@@ -67,13 +77,15 @@ struct Cell {
   double y = 0.0;
   uint64_t duration_ns = 0;
   uint64_t untreated = 0;
+  std::vector<size_t> members;  // its observations' positions, in profile order
 
-  void add(const Observation& o) {
+  void add(const Observation& o, size_t position) {
     ++n;
     x += o.x;
     y += o.y;
     duration_ns += o.duration_ns;
     untreated += o.untreated;
+    members.push_back(position);
   }
   bool has_ratio() const { return x > 0; }
   double ratio() const { return y / static_cast<double>(x); }
@@ -83,20 +95,78 @@ struct Cell {
 using PointKey = std::pair<std::string, PointKind>;
 using CellKey = std::pair<std::string, int>;  // line, bucket
 
+// An observation's local baseline (docs/analysis.md section 4): the 0%
+// observations nearest to it in time.
+struct Neighbourhood {
+  std::vector<size_t> members;  // indices into PointData::zero, increasing; empty: the whole pool
+  double visits = 0.0;          // X_i^loc
+};
+
 struct PointData {
   std::vector<Observation> observations;  // profile order
   std::map<CellKey, Cell> cells;
-  Cell baseline;  // every bucket-0 observation
+  Cell baseline;  // the pool: every bucket-0 observation, as measured
+  std::vector<size_t> zero;  // positions of the bucket-0 observations
+  std::vector<Neighbourhood> local;  // per observation with --baseline local, else empty
   double dispersion = nan;
   int64_t dof = 0;
 };
+
+// The `local_neighbours` bucket-0 observations nearest to position `i`, `i`
+// itself excluded; at equal distance the earlier first. Indices into `zero`.
+std::vector<size_t> nearest_zero(const std::vector<size_t>& zero, size_t i) {
+  const size_t count = zero.size();
+  size_t right = static_cast<size_t>(std::lower_bound(zero.begin(), zero.end(), i) - zero.begin());
+  size_t left = right;  // candidates are zero[left - 1] and zero[right]
+  if (right < count && zero[right] == i) ++right;
+  std::vector<size_t> near;
+  while (near.size() < local_neighbours && (left > 0 || right < count)) {
+    const bool take_left = left > 0 && (right == count || i - zero[left - 1] <= zero[right] - i);
+    near.push_back(take_left ? --left : right++);
+  }
+  std::sort(near.begin(), near.end());
+  return near;
+}
+
+// Section 4, local: each observation's y measured against its neighbours,
+// rescaled to the pool's rate. The pool itself stays as measured.
+void apply_local_baseline(PointData& d) {
+  if (!d.baseline.usable_baseline()) return;
+  const double r0 = d.baseline.ratio();
+  std::vector<Observation>& obs = d.observations;
+  for (size_t i = 0; i < obs.size(); ++i) {
+    if (obs[i].bucket == 0) d.zero.push_back(i);
+  }
+  d.local.resize(obs.size());
+  std::vector<double> adjusted(obs.size());
+  for (size_t i = 0; i < obs.size(); ++i) {
+    Neighbourhood& near = d.local[i];
+    near.members = nearest_zero(d.zero, i);
+    uint64_t x = 0;
+    double y = 0.0;
+    for (size_t z : near.members) {
+      x += obs[d.zero[z]].x;
+      y += obs[d.zero[z]].y;
+    }
+    if (!near.members.empty() && x > 0 && y > 0.0) {
+      near.visits = static_cast<double>(x);
+      adjusted[i] = obs[i].y * (r0 / (y / static_cast<double>(x)));
+    } else {  // neighbours that never reached the point: the whole pool
+      near.members.clear();
+      near.visits = static_cast<double>(d.baseline.x);
+      adjusted[i] = obs[i].y;
+    }
+  }
+  for (size_t i = 0; i < obs.size(); ++i) obs[i].y = adjusted[i];
+}
 
 // Pearson's statistic over all cells of a point (docs/analysis.md section 3).
 void estimate_dispersion(PointKind kind, PointData& d) {
   double sum = 0.0;
   int64_t terms = 0;
   std::set<CellKey> cells_with_terms;
-  for (const Observation& o : d.observations) {
+  for (size_t i = 0; i < d.observations.size(); ++i) {
+    const Observation& o = d.observations[i];
     CellKey key{*o.line, o.bucket};
     const Cell& c = d.cells.at(key);
     if (!c.has_ratio()) continue;
@@ -108,10 +178,14 @@ void estimate_dispersion(PointKind kind, PointData& d) {
       double m = o.y / r;
       if (!(m > 0.0)) continue;
       t = (x - m) * (x - m) / m;
+      // Measured against a local baseline, y carries its neighbours' noise
+      // too: the variance counts that apart (section 4), so φ must not.
+      if (!d.local.empty()) t /= 1.0 + m / d.local[i].visits;
     } else {
       if (o.x == 0) continue;
       double e = o.y - r * x;
       t = e * e / (r * r * x);
+      if (!d.local.empty()) t /= 1.0 + x / d.local[i].visits;
     }
     sum += t;
     ++terms;
@@ -133,19 +207,55 @@ struct Measured {
   double delta;
   double r;
   double x;
+  std::vector<double> g;  // G_c(j) per index j of PointData::zero against local baselines; empty against the pool
 };
 
-Combination combine(const std::vector<Measured>& pts, const std::vector<double>& a, double phi, double x0) {
+// The baseline's share of Var / φ for weights `w_k` on the measured points:
+// (Σ w_k)² / X_0 against the pool, Σ_j x_j (Σ_k w_k G_k(j))² against local
+// baselines (docs/analysis.md section 4).
+double baseline_variance(const std::vector<Measured>& pts, const std::vector<double>& w, double x0,
+                         const PointData& d) {
+  if (pts.front().g.empty()) {
+    double lin = 0.0;
+    for (double wk : w) lin += wk;
+    return lin * lin / x0;
+  }
+  std::vector<double> h(d.zero.size(), 0.0);
+  for (size_t k = 0; k < pts.size(); ++k) {
+    for (size_t j = 0; j < h.size(); ++j) h[j] += w[k] * pts[k].g[j];
+  }
+  double v = 0.0;
+  for (size_t j = 0; j < h.size(); ++j) v += static_cast<double>(d.observations[d.zero[j]].x) * h[j] * h[j];
+  return v;
+}
+
+Combination combine(const std::vector<Measured>& pts, const std::vector<double>& a, double phi, double x0,
+                    const PointData& d) {
   Combination c;
   double sq = 0.0;  // sum a^2 r^2 / X
-  double lin = 0.0;  // sum a r
+  std::vector<double> w;  // a r
   for (size_t k = 0; k < pts.size(); ++k) {
     c.value += a[k] * pts[k].delta;
     sq += a[k] * a[k] * pts[k].r * pts[k].r / pts[k].x;
-    lin += a[k] * pts[k].r;
+    w.push_back(a[k] * pts[k].r);
   }
-  c.se = std::sqrt(phi * (sq + lin * lin / x0));
+  c.se = std::sqrt(phi * (sq + baseline_variance(pts, w, x0, d)));
   return c;
+}
+
+// G_c(j) of section 4: how cell `c`'s comparison depends on each 0% observation.
+std::vector<double> local_weights(const Cell& c, const PointData& d) {
+  std::vector<double> g(d.zero.size(), 0.0);
+  for (size_t i : c.members) {
+    const double u = c.y > 0.0 ? d.observations[i].y / c.y : 0.0;
+    const Neighbourhood& near = d.local[i];
+    if (near.members.empty()) {
+      for (double& gj : g) gj += u / near.visits;
+    } else {
+      for (size_t j : near.members) g[j] += u / near.visits;
+    }
+  }
+  return g;
 }
 
 std::vector<double> trapezoid_coefficients(const std::vector<Measured>& pts) {
@@ -194,8 +304,9 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
   }
   if (base == nullptr && d.baseline.usable_baseline()) {
     base = &d.baseline;
-    eff.baseline = BaselineSource::Pooled;
+    eff.baseline = options.baseline == Baseline::Local ? BaselineSource::Local : BaselineSource::Pooled;
   }
+  const bool local = eff.baseline == BaselineSource::Local;
   if (base == nullptr) {  // nothing to compare against: no curve
     eff.label = Label::Unmeasured;
     return eff;
@@ -220,8 +331,9 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
     est.duration_ns = cell.duration_ns;
     if (key.second > 0) {
       double x = static_cast<double>(cell.x);
-      est.se = r * std::sqrt(phi * (1.0 / x + 1.0 / x0));
-      measured.push_back({est.line_speedup, est.program_speedup, r, x});
+      Measured m{est.line_speedup, est.program_speedup, r, x, local ? local_weights(cell, d) : std::vector<double>{}};
+      est.se = r * std::sqrt(phi * (1.0 / x + baseline_variance({m}, {1.0}, x0, d)));
+      measured.push_back(std::move(m));
       eff.measured_experiments += cell.n;
       untreated_measured += cell.untreated;
     } else {
@@ -243,8 +355,8 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
   }
   eff.measured = !measured.empty();
   if (eff.measured) {
-    Combination impact = combine(measured, trapezoid_coefficients(measured), phi, x0);
-    Combination slope = combine(measured, slope_coefficients(measured), phi, x0);
+    Combination impact = combine(measured, trapezoid_coefficients(measured), phi, x0, d);
+    Combination slope = combine(measured, slope_coefficients(measured), phi, x0, d);
     eff.impact = impact.value;
     eff.impact_se = impact.se;
     eff.impact_low = impact.value - z95 * impact.se;
@@ -287,9 +399,13 @@ CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, 
 
   CausalEffects result;
   for (auto& [key, d] : points) {
-    for (const Observation& o : d.observations) {
-      d.cells[{*o.line, o.bucket}].add(o);
-      if (o.bucket == 0) d.baseline.add(o);
+    for (size_t i = 0; i < d.observations.size(); ++i) {
+      if (d.observations[i].bucket == 0) d.baseline.add(d.observations[i], i);
+    }
+    if (options.baseline == Baseline::Local) apply_local_baseline(d);
+    for (size_t i = 0; i < d.observations.size(); ++i) {
+      const Observation& o = d.observations[i];
+      d.cells[{*o.line, o.bucket}].add(o, i);
     }
     estimate_dispersion(key.second, d);
 

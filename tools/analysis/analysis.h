@@ -31,17 +31,21 @@ constexpr double material_line_speedup = 0.5;
 constexpr int speedup_steps_per_unit = 20;
 /// Split-half stability compares this many top lines of each point.
 constexpr size_t stability_top = 5;
+/// The local baseline compares each experiment with this many 0% experiments,
+/// the nearest in time (docs/analysis.md section 4).
+constexpr size_t local_neighbours = 8;
 /// experiments_needed is capped here: beyond it the answer is "never", in practice.
 constexpr double max_experiments_needed = 1e9;
 
 enum class PointKind { Throughput, Latency };
-enum class Baseline { Pooled, Line };                   // the option
-enum class BaselineSource { None, Pooled, Line };       // what an effect got
+enum class Baseline { Local, Pooled, Line };             // the option (docs/analysis.md section 4)
+enum class BaselineSource { None, Local, Pooled, Line };  // what an effect got
 enum class Label { Unmeasured, InsufficientData, Positive, Negative, NoEffect, Undecided };
 
-/// "throughput" / "latency"; "pooled" / "line" / "none"; "positive", "no-effect", ...
+/// "throughput" / "latency"; "local" / "pooled" / "line" / "none"; "positive", "no-effect", ...
 /// (the names used in reports and JSON).
 const char* to_string(PointKind kind);
+const char* to_string(Baseline baseline);
 const char* to_string(BaselineSource source);
 const char* to_string(Label label);
 
@@ -185,7 +189,7 @@ bool point_is(std::string_view name, std::string_view wanted);
 struct AnalysisOptions {
   uint64_t min_experiments = 1;  // drop effects with fewer experiments
   std::string point;             // keep only this progress point (empty: all)
-  Baseline baseline = Baseline::Pooled;
+  Baseline baseline = Baseline::Local;
 };
 
 struct Analysis {

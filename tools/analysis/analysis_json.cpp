@@ -151,7 +151,7 @@ void settings(Json& j, const AnalysisOptions& o) {
   j.key("settings").open('{');
   j.field("confidence", 0.95).field("z", z95).field("settle_half_width", settle_half_width);
   j.field("speedup_step", 1.0 / speedup_steps_per_unit);
-  j.field("baseline", o.baseline == Baseline::Line ? "line" : "pooled");
+  j.field("baseline", to_string(o.baseline));
   j.field("point", o.point).field("min_experiments", o.min_experiments);
   j.field("false_discovery_rate", false_discovery_rate).field("min_settle_experiments", min_settle_experiments);
   j.close('}');

@@ -492,6 +492,8 @@ class Writer {
       out_ << paint(wrap("baselines: each line's own 0% experiments where usable, else all 0% experiments", width_),
                     ansi::dim)
            << '\n';
+    } else if (a_.options.baseline == Baseline::Pooled) {
+      out_ << paint(wrap("baselines: all 0% experiments, pooled", width_), ansi::dim) << '\n';
     }
     out_ << fmt::format("{}, {}, {}\n", plural(a_.experiments, "experiment"),
                         plural(a_.points.size(), "progress point"), plural(a_.total_samples, "sample"));

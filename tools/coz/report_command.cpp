@@ -39,7 +39,7 @@ struct ReportArgs {
   long long top = 20;
   std::string point;
   long long min_experiments = 1;
-  std::string baseline = "pooled";
+  std::string baseline = "local";
   bool json = false;
   bool compare = false;
   bool no_color = false;
@@ -54,8 +54,9 @@ po::options_description visible_options(ReportArgs& args) {
       ("point", po::value(&args.point)->value_name("NAME"), "only this progress point")
       ("min-experiments", po::value(&args.min_experiments)->default_value(args.min_experiments)->value_name("N"),
        "hide lines with fewer experiments")
-      ("baseline", po::value(&args.baseline)->default_value(args.baseline)->value_name("pooled|line"),
-       "0% baseline: all lines' 0% experiments (pooled) or each line's own where it has them (line)")
+      ("baseline", po::value(&args.baseline)->default_value(args.baseline)->value_name("local|pooled|line"),
+       "0% baseline: the 0% experiments nearest in time to each experiment (local), all of them (pooled), "
+       "or each line's own where it has them (line)")
       ("json", po::bool_switch(&args.json), "the full analysis as JSON (schema: docs/analysis.md)")
       ("compare", po::bool_switch(&args.compare),
        "compare two profiles, BEFORE AFTER: the program's change and each line's change in impact")
@@ -77,8 +78,8 @@ bool parse(int argc, char** argv, ReportArgs& args, po::options_description& vis
   if (!cli::parse_with_profiles(argc, argv, visible, args.files, error)) return false;
   if (args.top < 0) return error = "--top must be 0 or more", false;
   if (args.min_experiments < 0) return error = "--min-experiments must be 0 or more", false;
-  if (args.baseline != "pooled" && args.baseline != "line") {
-    return error = "--baseline must be 'pooled' or 'line'", false;
+  if (args.baseline != "local" && args.baseline != "pooled" && args.baseline != "line") {
+    return error = "--baseline must be 'local', 'pooled' or 'line'", false;
   }
   if (args.compare && args.files.size() != 2) return error = "--compare takes two profiles: BEFORE AFTER", false;
   if (args.files.empty()) args.files.push_back("profile.coz");
@@ -144,7 +145,9 @@ int report_main(int argc, char** argv) {
   analysis::AnalysisOptions options;
   options.point = args.point;
   options.min_experiments = static_cast<uint64_t>(args.min_experiments);
-  options.baseline = args.baseline == "line" ? analysis::Baseline::Line : analysis::Baseline::Pooled;
+  options.baseline = args.baseline == "line"     ? analysis::Baseline::Line
+                     : args.baseline == "pooled" ? analysis::Baseline::Pooled
+                                                 : analysis::Baseline::Local;
 
   analysis::TextReportOptions text;
   text.top = static_cast<size_t>(args.top);

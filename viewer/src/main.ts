@@ -49,7 +49,7 @@ const state = {
   files: [] as LoadedFile[],
   profile: emptyProfile() as Profile,
   analysis: null as Analysis | null,
-  baseline: "pooled" as BaselineMode,
+  baseline: "local" as BaselineMode,
   sort: "impact" as SortKey,
   point: "", // "" = all points; else "kind:name"
   file: "",

@@ -10,8 +10,8 @@ import { splitHalfStability, Stability } from "./stability";
 import { decide, ranksBefore } from "./verdicts";
 
 export type PointKind = "throughput" | "latency";
-export type BaselineMode = "pooled" | "line";
-export type BaselineSource = "pooled" | "line" | "none";
+export type BaselineMode = "local" | "pooled" | "line";
+export type BaselineSource = "local" | "pooled" | "line" | "none";
 export type Label = "unmeasured" | "insufficient-data" | "positive" | "negative" | "no-effect" | "undecided";
 
 export * from "./constants";
@@ -154,10 +154,22 @@ function samplingSummary(t: SamplingTotals): SamplingSummary | null {
 // std::lround: half away from zero.
 const lround = (x: number) => Math.sign(x) * Math.round(Math.abs(x));
 
-interface Obs {
+/** One observation as read (§2), before the local baseline adjusts its y (§4). */
+interface Reading {
+  line: string;
+  bucket: number;
   x: number;
   y: number;
+  durationNs: number;
+  untreated: boolean;
+}
+
+interface Obs {
+  x: number;
+  y: number; // y' with the local baseline (§4), else y
   cell: Cell;
+  near: readonly number[]; // §4 local: N(i), positions in PointData.observations of bucket-0 observations
+  xLoc: number; // §4 local: X_i^loc = Σ x over N(i)
 }
 
 class Cell {
@@ -180,10 +192,110 @@ interface PointData {
   observations: Obs[]; // profile order
   cells: Cell[];
   lines: Map<string, Map<number, Cell>>; // line -> bucket -> cell, in first-seen order
-  base: { n: number; X: number; Y: number };
+  base: { n: number; X: number; Y: number }; // §4: the pool, of the observations' own y
+  zeros: number[]; // §4: B, the positions of the bucket-0 observations
+  local: boolean; // §4: y adjusted by the local baseline
 }
 
-/** §3: Pearson's statistic over every cell of the point; null when N <= K. */
+const localNeighbours = 8; // K of §4
+
+/** §4 local: N(i), the K positions of `zeros` (increasing) nearest to i, i itself excluded, the earlier first at equal distance; in increasing order. */
+function neighbourhood(zeros: number[], i: number): number[] {
+  // The nearest positions are a run of `zeros` around i: widen it one step at a time.
+  let hi = 0; // the first of `zeros` at or after i
+  for (let end = zeros.length; hi < end; ) {
+    const mid = (hi + end) >> 1;
+    if (zeros[mid] < i) hi = mid + 1;
+    else end = mid;
+  }
+  let lo = hi - 1; // the last position before i
+  if (hi < zeros.length && zeros[hi] === i) ++hi;
+  for (let taken = 0; taken < localNeighbours && (lo >= 0 || hi < zeros.length); ++taken) {
+    if (hi >= zeros.length || (lo >= 0 && i - zeros[lo] <= zeros[hi] - i)) --lo;
+    else ++hi;
+  }
+  return zeros.slice(lo + 1, hi).filter((j) => j !== i);
+}
+
+/**
+ * §4 local: each observation compared with the 0% experiments taken just before and
+ * after it, so that a drift of the program's speed over the run cancels: y'_i = y_i *
+ * (R0 / R_i^loc), with N(i) and X_i^loc for the variance. Neighbours without a usable
+ * rate fall back to the whole pool (N(i) = B, y unchanged).
+ */
+function localBaseline(readings: Reading[], zeros: number[], X0: number, R0: number) {
+  return readings.map((o, i) => {
+    const near = neighbourhood(zeros, i);
+    let X = 0;
+    let Y = 0;
+    for (const j of near) {
+      X += readings[j].x;
+      Y += readings[j].y;
+    }
+    if (near.length === 0 || !(X > 0) || !(Y > 0)) return { y: o.y, near: zeros, xLoc: X0 };
+    return { y: o.y * (R0 / (Y / X)), near, xLoc: X };
+  });
+}
+
+/** §2, §4: a point's observations (profile order), its pool and its cells (first-seen order); y' with the local baseline. */
+function pointData(name: string, kind: PointKind, readings: Reading[], mode: BaselineMode): PointData {
+  const p: PointData = { name, kind, observations: [], cells: [], lines: new Map(), base: { n: 0, X: 0, Y: 0 }, zeros: [], local: false };
+  readings.forEach((o, i) => {
+    if (o.bucket !== 0) return;
+    ++p.base.n;
+    p.base.X += o.x;
+    p.base.Y += o.y;
+    p.zeros.push(i);
+  });
+  const R0 = p.base.Y / p.base.X;
+  // Without a usable pool nothing is compared, and nothing is adjusted.
+  const local = mode === "local" && p.base.X > 0 && R0 > 0 ? localBaseline(readings, p.zeros, p.base.X, R0) : null;
+  p.local = local !== null;
+  readings.forEach((o, i) => {
+    let byBucket = p.lines.get(o.line);
+    if (!byBucket) p.lines.set(o.line, (byBucket = new Map()));
+    let cell = byBucket.get(o.bucket);
+    if (!cell) {
+      byBucket.set(o.bucket, (cell = new Cell(o.bucket)));
+      p.cells.push(cell);
+    }
+    const obs: Obs = { x: o.x, cell, ...(local ? local[i] : { y: o.y, near: p.zeros, xLoc: p.base.X }) };
+    ++cell.n;
+    cell.X += obs.x;
+    cell.Y += obs.y;
+    cell.durationNs += o.durationNs;
+    if (o.untreated) ++cell.untreated;
+    cell.obs.push(obs);
+    p.observations.push(obs);
+  });
+  return p;
+}
+
+/** §4 local: G_c(j) = Σ u_i / X_i^loc over the cell's observations i with j ∈ N(i) (profile order), u_i = y'_i / Y'_c; j -> G_c(j). */
+function localWeights(c: Cell): Map<number, number> {
+  const G = new Map<number, number>();
+  for (const o of c.obs) {
+    const w = (c.Y !== 0 ? o.y / c.Y : 0) / o.xLoc;
+    for (const j of o.near) G.set(j, (G.get(j) ?? 0) + w);
+  }
+  return G;
+}
+
+/** §4 local: Σ_j x_j g_j², over the positions j of `g` in increasing order (a j absent from `g` adds 0). */
+function weightedSquares(g: Map<number, number>, observations: Obs[]): number {
+  let v = 0;
+  for (const j of [...g.keys()].sort((a, b) => a - b)) {
+    const w = g.get(j)!;
+    v += observations[j].x * w * w;
+  }
+  return v;
+}
+
+/**
+ * §3: Pearson's statistic over every cell of the point; null when N <= K. With the local
+ * baseline (§4) a term is divided by 1 + m / X_i^loc (latency: 1 + x / X_i^loc): y' carries
+ * its neighbours' noise as well as its own, and the variance counts the neighbours apart.
+ */
 function dispersion(p: PointData): { phi: number | null; dof: number } {
   let sum = 0;
   let N = 0;
@@ -194,10 +306,14 @@ function dispersion(p: PointData): { phi: number | null; dof: number } {
     if (p.kind === "throughput") {
       const m = o.y / R;
       if (!(m > 0)) continue;
-      sum += ((o.x - m) * (o.x - m)) / m;
+      let t = ((o.x - m) * (o.x - m)) / m;
+      if (p.local) t /= 1 + m / o.xLoc;
+      sum += t;
     } else {
       if (!(o.x > 0)) continue;
-      sum += ((o.y - R * o.x) * (o.y - R * o.x)) / (R * R * o.x);
+      let t = ((o.y - R * o.x) * (o.y - R * o.x)) / (R * R * o.x);
+      if (p.local) t /= 1 + o.x / o.xLoc;
+      sum += t;
     }
     ++N;
     withTerm.add(o.cell);
@@ -206,8 +322,12 @@ function dispersion(p: PointData): { phi: number | null; dof: number } {
   return { phi: N > K ? sum / (N - K) : null, dof: N - K };
 }
 
-/** §6: L = Σ a_k Δ_k and its interval, Var(L) = φ (Σ a² r² / X + (Σ a r)² / X0). */
-function linear(a: number[], m: CurvePoint[], r: number[], phi: number | null, X0: number) {
+/**
+ * §6: L = Σ a_k Δ_k and its interval, Var(L) = φ (Σ a² r² / X + (Σ a r)² / X0). With the
+ * local baseline (§4, G = each measured point's G_k) the shared term is Σ_j x_j h_j²,
+ * h_j = Σ_k a_k r_k G_k(j): points whose neighbours overlap share their errors.
+ */
+function linear(a: number[], m: CurvePoint[], r: number[], phi: number | null, X0: number, G: Map<number, number>[] | null, observations: Obs[]) {
   let L = 0;
   let A = 0;
   let B = 0;
@@ -217,7 +337,17 @@ function linear(a: number[], m: CurvePoint[], r: number[], phi: number | null, X
     B += a[k] * r[k];
   }
   if (phi === null) return { value: L, se: null, low: null, high: null };
-  const se = Math.sqrt(phi * (A + (B * B) / X0));
+  let shared: number;
+  if (G === null) shared = (B * B) / X0;
+  else {
+    const h = new Map<number, number>(); // accumulated in increasing k for every j
+    G.forEach((g, k) => {
+      const w = a[k] * r[k];
+      for (const [j, v] of g) h.set(j, (h.get(j) ?? 0) + w * v);
+    });
+    shared = weightedSquares(h, observations);
+  }
+  const se = Math.sqrt(phi * (A + shared));
   return { value: L, se, low: L - z95 * se, high: L + z95 * se };
 }
 
@@ -255,7 +385,8 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
     curve: [],
   };
 
-  // §4: the pooled baseline, or with --baseline line the line's own usable 0% cell.
+  // §4: the pool (the local baseline compares with it too, its y being y'), or with
+  // --baseline line the line's own usable 0% cell.
   let R0: number | null = null;
   let X0 = 0;
   const own = cells.get(0);
@@ -266,7 +397,7 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
   } else if (p.base.X > 0 && p.base.Y / p.base.X > 0) {
     R0 = p.base.Y / p.base.X;
     X0 = p.base.X;
-    e.baseline = "pooled";
+    e.baseline = mode === "local" ? "local" : "pooled";
   }
   if (R0 === null) return e; // unmeasured
   e.baseline_ns = R0;
@@ -275,6 +406,7 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
   const measured: CurvePoint[] = [];
   let untreatedMeasured = 0; // of measured_experiments
   const ratios: number[] = [];
+  const weights: Map<number, number>[] = []; // §4 local: G_k of each measured point
   for (const b of buckets) {
     const c = cells.get(b)!;
     const R = c.R;
@@ -293,14 +425,18 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
       raw: c.obs.filter((o) => o.x > 0).map((o) => 1 - o.y / o.x / R0!),
     };
     if (b > 0) {
+      const g = e.baseline === "local" ? localWeights(c) : null;
       if (phi !== null) {
-        const se = r * Math.sqrt(phi * (1 / c.X + 1 / X0));
+        // The baseline's relative variance over φ: 1 / X0, or the neighbours' V_c (§4).
+        const baseVar = g === null ? 1 / X0 : weightedSquares(g, p.observations);
+        const se = r * Math.sqrt(phi * (1 / c.X + baseVar));
         point.se = se;
         point.low = point.program_speedup - z95 * se;
         point.high = point.program_speedup + z95 * se;
       }
       measured.push(point);
       ratios.push(r);
+      if (g) weights.push(g);
       e.measured_experiments += c.n;
       untreatedMeasured += c.untreated;
     }
@@ -310,11 +446,13 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
   // points at s > 0 are baselines by another name (§2).
   if (measured.length > 0 && untreatedMeasured === e.measured_experiments) {
     measured.length = 0;
+    weights.length = 0;
     e.measured_experiments = 0;
     e.curve = e.curve.filter((q) => q.line_speedup === 0);
   }
 
   const m = measured.length;
+  const G = e.baseline === "local" ? weights : null; // §4: the shared term of §6 from the neighbours
   if (m > 0) {
     e.measured = true;
     e.max_effect = Math.max(...measured.map((q) => q.program_speedup));
@@ -325,7 +463,7 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
       const k = i + 1;
       return k < m ? (s(k + 1) - s(k - 1)) / (2 * sm) : (s(m) - s(m - 1)) / (2 * sm);
     });
-    const impact = linear(aImpact, measured, ratios, phi, X0);
+    const impact = linear(aImpact, measured, ratios, phi, X0, G, p.observations);
     e.impact = impact.value;
     e.impact_se = impact.se;
     e.impact_low = impact.low;
@@ -334,7 +472,7 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
     let D = 0;
     for (const q of measured) D += q.visits * q.line_speedup * q.line_speedup;
     const aSlope = measured.map((q) => (q.visits * q.line_speedup) / D);
-    const slope = linear(aSlope, measured, ratios, phi, X0);
+    const slope = linear(aSlope, measured, ratios, phi, X0, G, p.observations);
     e.slope = slope.value;
     e.slope_se = slope.se;
     e.slope_low = slope.low;
@@ -350,32 +488,13 @@ export function pointIs(name: string, wanted: string): boolean {
 }
 
 function causalEffects(experiments: Experiment[], mode: BaselineMode, only: string, minExperiments: number) {
-  // §2: observations and cells, per point key, in profile order.
-  const points = new Map<string, PointData>();
-  const observe = (name: string, kind: PointKind, line: string, bucket: number, x: number, y: number, d: number, untreated: boolean) => {
+  // §2: observations per point key, in profile order.
+  const readings = new Map<string, { name: string; kind: PointKind; readings: Reading[] }>();
+  const observe = (name: string, kind: PointKind, line: string, bucket: number, x: number, y: number, durationNs: number, untreated: boolean) => {
     const key = `${kindRank(kind)}\u0000${name}`;
-    let p = points.get(key);
-    if (!p) points.set(key, (p = { name, kind, observations: [], cells: [], lines: new Map(), base: { n: 0, X: 0, Y: 0 } }));
-    let byBucket = p.lines.get(line);
-    if (!byBucket) p.lines.set(line, (byBucket = new Map()));
-    let cell = byBucket.get(bucket);
-    if (!cell) {
-      byBucket.set(bucket, (cell = new Cell(bucket)));
-      p.cells.push(cell);
-    }
-    const o: Obs = { x, y, cell };
-    ++cell.n;
-    cell.X += x;
-    cell.Y += y;
-    cell.durationNs += d;
-    if (untreated) ++cell.untreated;
-    cell.obs.push(o);
-    p.observations.push(o);
-    if (bucket === 0) {
-      ++p.base.n;
-      p.base.X += x;
-      p.base.Y += y;
-    }
+    let r = readings.get(key);
+    if (!r) readings.set(key, (r = { name, kind, readings: [] }));
+    r.readings.push({ line, bucket, x, y, durationNs, untreated });
   };
   for (const e of experiments) {
     const bucket = lround(e.speedup * speedupStepsPerUnit);
@@ -387,10 +506,12 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
       observe(l.name, "latency", e.selected, bucket, l.arrivals, e.durationNs * L, e.durationNs, untreated);
     }
   }
+  // Then the baseline (§4) and the cells.
+  const points = [...readings.values()].map((r) => pointData(r.name, r.kind, r.readings, mode));
 
   const summaries: PointSummary[] = [];
   const effects: LineEffect[] = [];
-  for (const p of points.values()) {
+  for (const p of points) {
     const { phi, dof } = dispersion(p);
     const baseUsable = p.base.X > 0 && p.base.Y / p.base.X > 0;
     const summary: PointSummary = {
@@ -429,7 +550,7 @@ export function functionOfUnit(profile: Profile, name: string): string {
 }
 
 export function analyze(profile: Profile, options: AnalysisOptions = {}): Analysis {
-  const mode = options.baseline ?? "pooled";
+  const mode = options.baseline ?? "local";
   const only = options.point ?? "";
   const minExperiments = options.minExperiments ?? 1;
 
