@@ -305,6 +305,42 @@ TEST(Aim, BaselineShareFollowsTheBlockingLines) {
   EXPECT_DOUBLE_EQ(aim_baseline_share(state), 0.25);
 }
 
+TEST(Aim, BaselineShareIsLeastWhileABlockingLineIsThin) {
+  // One blocking line: 0.5 once it has its measured experiments, 0.25 while
+  // it lacks them (0% experiments do not count toward them).
+  Settling state;
+  state.points.push_back({});
+  state.points[0].blocking = {"a.c:1"};
+  state.points[0].thin_blocking = 1;
+  EXPECT_DOUBLE_EQ(aim_baseline_share(state), 0.25);
+  state.points[0].thin_blocking = 0;
+  EXPECT_DOUBLE_EQ(aim_baseline_share(state), 0.5);
+}
+
+TEST(Aim, SettleStateCountsTheThinBlockingLines) {
+  Analysis a;
+  auto add = [&](const std::string& line, uint64_t measured, double impact) {
+    LineEffect e;
+    e.line = line;
+    e.point = "p";
+    e.label = Label::Undecided;
+    e.measured = true;
+    e.measured_experiments = measured;
+    e.impact = impact;
+    e.impact_low = impact - 0.1;
+    e.impact_high = impact + 0.1;
+    a.effects.push_back(e);
+  };
+  add("a.c:1", 12, 0.3);
+  add("b.c:2", 4, 0.2);
+  a.points.push_back({});
+  a.points[0].name = "p";
+  Settling state = settle_state(a, 2);
+  ASSERT_EQ(state.points.size(), 1u);
+  EXPECT_EQ(state.points[0].blocking.size(), 2u);
+  EXPECT_EQ(state.points[0].thin_blocking, 1u);
+}
+
 TEST(Aim, ChosenSpeedupsKeepTheBaselineShareAsked) {
   Config config;
   ExperimentScheduler scheduler(config, 11);

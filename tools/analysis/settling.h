@@ -42,6 +42,7 @@ struct PointSettling {
   // Lines that keep the top N from being settled: a top-N line without a
   // verdict, or an undecided line whose interval reaches past the N-th's.
   std::vector<std::string> blocking;
+  size_t thin_blocking = 0;  // of `blocking`, those short of min_settle_experiments measured
   uint64_t experiments_to_settle = 0;  // summed over `blocking` (each capped)
   bool top_settled = false;
 };
@@ -68,7 +69,9 @@ std::vector<AimWeight> aim_weights(const Analysis& analysis, const Settling& sta
 /// The share of 0% experiments while the aim holds: every line's estimate
 /// shares the baselines, so with the experiments on L blocking units the
 /// width of each interval is least near a share of 1 / (1 + sqrt(L)),
-/// kept within [0.25, 0.5]. 0 (the runtime's own) when nothing blocks.
+/// kept within [0.25, 0.5]; but 0.25 while a blocking unit still lacks its
+/// min_settle_experiments measured ones, which 0% experiments do not add to.
+/// 0 (the runtime's own) when nothing blocks.
 double aim_baseline_share(const Settling& state);
 
 }  // namespace coz::analysis
