@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
     config.startup_rounds = 3;
     config.answer_runs = 2;
     config.answer_cap_s = 20;
+    config.answer_truth_rounds = 2;
   } else {
     config.run_s = 4.0;
     config.overhead_run_s = 3.0;
@@ -120,9 +121,10 @@ int main(int argc, char** argv) {
     config.startup_rounds = 5;
     config.answer_runs = 5;
     config.answer_cap_s = 60;
+    config.answer_truth_rounds = 9;
   }
   if (run_s > 0) config.run_s = config.overhead_run_s = run_s;
-  if (truth > 0) config.truth_rounds = truth;
+  if (truth > 0) config.truth_rounds = config.answer_truth_rounds = truth;
   if (profile_runs > 0) config.profile_runs = std::min(profile_runs, config.truth_rounds);
   if (overhead_rounds > 0) config.overhead_rounds = overhead_rounds;
   if (startup_rounds > 0) config.startup_rounds = startup_rounds;

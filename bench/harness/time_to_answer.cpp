@@ -189,7 +189,7 @@ Attempt watch_run(const Config& config, const BenchProgram& program, const Truth
 double real_speedup(const Config& config, const BenchProgram& program, const std::string& variant) {
   const std::vector<std::string> args = program_args(program, config.run_s);
   std::map<std::string, std::vector<double>> values;
-  for (int round = 0; round < config.truth_rounds; ++round) {
+  for (int round = 0; round < config.answer_truth_rounds; ++round) {
     for (const std::string& binary : {program.name, variant}) {
       std::string error;  // a failed run only leaves a run out of the median
       const double v = plain_metric(config, program, binary, args, error);
@@ -331,11 +331,14 @@ Section measure_time_to_answer(const Config& config) {
                   "written so far is right, then every run's figure; '>{:.0f}' = not right when the run was ended at "
                   "{:.0f} s, with what was still wrong at its end.",
                   config.answer_runs, config.answer_cap_s, config.answer_cap_s),
-      "right: the progress point's top-ranked line is the bottleneck (any of hot_no_effect's three equal stages), "
-      "labelled as speeding the program up (its adjusted 95% interval excludes 0); its estimate at 50% (a straight line "
-      "through the curve's points at 35-65%, weighted by experiments, read at 50%) is within 5 points of the real speedup, measured on the variant in which that "
-      "line does half the work (median of interleaved plain runs); every line designed to have no effect is labelled "
-      "'no effect'. The same analysis (`coz report --json`) judges ours and coz-profiler's profiles.",
+      fmt::format(
+          "right: the progress point's top-ranked line is the bottleneck (any of hot_no_effect's three equal stages), "
+          "labelled as speeding the program up (its adjusted 95% interval excludes 0); its estimate at 50% (a straight "
+          "line through the curve's points at 35-65%, weighted by experiments, read at 50%) is within 5 points of the "
+          "real speedup, measured on the variant in which that line does half the work (medians of {} interleaved "
+          "plain runs of each); every line designed to have no effect is labelled 'no effect'. The same analysis "
+          "(`coz report --json`) judges ours and coz-profiler's profiles.",
+          config.answer_truth_rounds),
       "watched: the profile's size every 0.2 s and its analysis (at nice 19) every second; the run ends at the first "
       "right analysis, and its time is the first size seen since the last wrong analysis whose analysis is right.",
       "ours by samples: `coz run --allocation samples` (experiments chosen by samples, as before issue #16); ours aimed: "
