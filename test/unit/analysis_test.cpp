@@ -967,8 +967,9 @@ void check_vector(const std::string& name) {
   AnalysisOptions options;  // the defaults, or the vector's "options" (its options.txt)
   if (auto found = m.find("options"); found != m.end()) {
     const auto& given = std::get<std::map<std::string, Json>>(found->second.v);
-    const std::string& baseline = std::get<std::string>(given.at("baseline").v);
-    options.baseline = baseline == "pooled" ? Baseline::Pooled : baseline == "line" ? Baseline::Line : Baseline::Local;
+    auto baseline = baseline_named(std::get<std::string>(given.at("baseline").v));
+    ASSERT_TRUE(baseline) << name << ": options.baseline";
+    options.baseline = *baseline;
   }
   Json actual = JsonParser(to_json(analyze(profile, options))).parse();
   double tolerance = std::get<double>(m.at("tolerance").v);

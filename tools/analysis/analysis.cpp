@@ -28,6 +28,13 @@ const char* to_string(Baseline baseline) {
   return "local";
 }
 
+std::optional<Baseline> baseline_named(std::string_view name) {
+  for (Baseline b : {Baseline::Local, Baseline::Pooled, Baseline::Line}) {
+    if (name == to_string(b)) return b;
+  }
+  return std::nullopt;
+}
+
 const char* to_string(BaselineSource source) {
   switch (source) {
     case BaselineSource::Local: return "local";
@@ -210,6 +217,13 @@ struct Measured {
   std::vector<double> g;  // G_c(j) per index j of PointData::zero against local baselines; empty against the pool
 };
 
+// Σ_j x_j h_j² over the 0% observations j (docs/analysis.md section 4).
+double squares_by_visits(const std::vector<double>& h, const PointData& d) {
+  double v = 0.0;
+  for (size_t j = 0; j < h.size(); ++j) v += static_cast<double>(d.observations[d.zero[j]].x) * h[j] * h[j];
+  return v;
+}
+
 // The baseline's share of Var / φ for weights `w_k` on the measured points:
 // (Σ w_k)² / X_0 against the pool, Σ_j x_j (Σ_k w_k G_k(j))² against local
 // baselines (docs/analysis.md section 4).
@@ -224,9 +238,7 @@ double baseline_variance(const std::vector<Measured>& pts, const std::vector<dou
   for (size_t k = 0; k < pts.size(); ++k) {
     for (size_t j = 0; j < h.size(); ++j) h[j] += w[k] * pts[k].g[j];
   }
-  double v = 0.0;
-  for (size_t j = 0; j < h.size(); ++j) v += static_cast<double>(d.observations[d.zero[j]].x) * h[j] * h[j];
-  return v;
+  return squares_by_visits(h, d);
 }
 
 Combination combine(const std::vector<Measured>& pts, const std::vector<double>& a, double phi, double x0,
@@ -332,7 +344,8 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
     if (key.second > 0) {
       double x = static_cast<double>(cell.x);
       Measured m{est.line_speedup, est.program_speedup, r, x, local ? local_weights(cell, d) : std::vector<double>{}};
-      est.se = r * std::sqrt(phi * (1.0 / x + baseline_variance({m}, {1.0}, x0, d)));
+      const double base = local ? squares_by_visits(m.g, d) : 1.0 / x0;  // V_c, or the pool's
+      est.se = r * std::sqrt(phi * (1.0 / x + base));
       measured.push_back(std::move(m));
       eff.measured_experiments += cell.n;
       untreated_measured += cell.untreated;

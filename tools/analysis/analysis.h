@@ -46,6 +46,8 @@ enum class Label { Unmeasured, InsufficientData, Positive, Negative, NoEffect, U
 /// (the names used in reports and JSON).
 const char* to_string(PointKind kind);
 const char* to_string(Baseline baseline);
+/// The baseline named "local", "pooled" or "line"; nullopt for anything else.
+std::optional<Baseline> baseline_named(std::string_view name);
 const char* to_string(BaselineSource source);
 const char* to_string(Label label);
 

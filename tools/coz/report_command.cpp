@@ -78,7 +78,7 @@ bool parse(int argc, char** argv, ReportArgs& args, po::options_description& vis
   if (!cli::parse_with_profiles(argc, argv, visible, args.files, error)) return false;
   if (args.top < 0) return error = "--top must be 0 or more", false;
   if (args.min_experiments < 0) return error = "--min-experiments must be 0 or more", false;
-  if (args.baseline != "local" && args.baseline != "pooled" && args.baseline != "line") {
+  if (!analysis::baseline_named(args.baseline)) {
     return error = "--baseline must be 'local', 'pooled' or 'line'", false;
   }
   if (args.compare && args.files.size() != 2) return error = "--compare takes two profiles: BEFORE AFTER", false;
@@ -145,9 +145,7 @@ int report_main(int argc, char** argv) {
   analysis::AnalysisOptions options;
   options.point = args.point;
   options.min_experiments = static_cast<uint64_t>(args.min_experiments);
-  options.baseline = args.baseline == "line"     ? analysis::Baseline::Line
-                     : args.baseline == "pooled" ? analysis::Baseline::Pooled
-                                                 : analysis::Baseline::Local;
+  options.baseline = *analysis::baseline_named(args.baseline);
 
   analysis::TextReportOptions text;
   text.top = static_cast<size_t>(args.top);
