@@ -45,30 +45,6 @@ uint64_t address_id(const sockaddr_storage& a, socklen_t len) {
   return h | 1;
 }
 
-/// connect_target_id's name for an address: a tag of its own, so that it
-/// never equals a connection's name.
-uint64_t target_id(const sockaddr* a, socklen_t len) {
-  if (a == nullptr || len < static_cast<socklen_t>(sizeof(sa_family_t))) return 0;
-  if (a->sa_family == AF_INET && len >= static_cast<socklen_t>(sizeof(sockaddr_in))) {
-    return mix(0xACCE, reinterpret_cast<const sockaddr_in*>(a)->sin_port) | 1;
-  }
-  if (a->sa_family == AF_INET6 && len >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
-    return mix(0xACCE, reinterpret_cast<const sockaddr_in6*>(a)->sin6_port) | 1;
-  }
-  if (a->sa_family != AF_UNIX) return 0;
-  // The path, up to its NUL: a client may pass the whole structure or the
-  // path's length, with or without the NUL. An abstract name (a leading
-  // NUL) is all of its bytes.
-  const auto* un = reinterpret_cast<const sockaddr_un*>(a);
-  const auto offset = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path));
-  if (len <= offset) return 0;  // unnamed
-  size_t n = std::min<size_t>(len - offset, sizeof un->sun_path);
-  if (un->sun_path[0] != '\0') n = strnlen(un->sun_path, n);
-  uint64_t h = mix(0xACCE, AF_UNIX);
-  for (size_t i = 0; i < n; ++i) h = mix(h, static_cast<unsigned char>(un->sun_path[i]));
-  return h | 1;
-}
-
 /// Whether `fd` is a listening socket.
 bool listening(int fd) {
   int on = 0;
@@ -81,7 +57,7 @@ uint64_t own_address_id(int fd) {
   sockaddr_storage local{};
   socklen_t len = sizeof local;
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return 0;
-  return target_id(reinterpret_cast<const sockaddr*>(&local), len);
+  return connect_target_id(reinterpret_cast<const sockaddr*>(&local), len);
 }
 
 /// Whether a connect to `target` (connect_target_id) reached `fd`, a
@@ -98,7 +74,7 @@ uint64_t peer_address_id(int w) {
   sockaddr_storage peer{};
   socklen_t len = sizeof peer;
   if (getpeername(w, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return 0;
-  return target_id(reinterpret_cast<const sockaddr*>(&peer), len);
+  return connect_target_id(reinterpret_cast<const sockaddr*>(&peer), len);
 }
 
 /// channel_id's answers. Each record a waiter checks names its far end
@@ -168,7 +144,30 @@ uint64_t learn_waited(int fd, uint64_t& unkept) {
 
 }  // namespace
 
-uint64_t connect_target_id(const sockaddr* addr, socklen_t len) { return target_id(addr, len); }
+// A tag of its own, so that a connect's target never equals a connection's
+// name (channel_id).
+uint64_t connect_target_id(const sockaddr* a, socklen_t len) {
+  if (a == nullptr || len < static_cast<socklen_t>(sizeof(sa_family_t))) return 0;
+  if (a->sa_family == AF_INET && len >= static_cast<socklen_t>(sizeof(sockaddr_in))) {
+    return mix(0xACCE, reinterpret_cast<const sockaddr_in*>(a)->sin_port) | 1;
+  }
+  if (a->sa_family == AF_INET6 && len >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
+    return mix(0xACCE, reinterpret_cast<const sockaddr_in6*>(a)->sin6_port) | 1;
+  }
+  if (a->sa_family != AF_UNIX) return 0;
+  // The path, up to its NUL: a client may pass the whole structure or the
+  // path's length, with or without the NUL. An abstract name (a leading
+  // NUL) is all of its bytes.
+  const auto* un = reinterpret_cast<const sockaddr_un*>(a);
+  const auto offset = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path));
+  if (len <= offset) return 0;  // unnamed
+  size_t n = std::min<size_t>(len - offset, sizeof un->sun_path);
+  if (un->sun_path[0] != '\0') n = strnlen(un->sun_path, n);
+  uint64_t h = mix(0xACCE, AF_UNIX);
+  for (size_t i = 0; i < n; ++i) h = mix(h, static_cast<unsigned char>(un->sun_path[i]));
+  return h | 1;
+}
+
 
 uint64_t channel_id(int fd) {
   return g_channels.remember(fd, [fd] { return learn_channel_id(fd); });
