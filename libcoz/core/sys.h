@@ -84,6 +84,14 @@ inline uint64_t thread_cpu_ns(int tid) {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+/// The kernel's scheduler tick, in ns (4 ms at HZ=250), the resolution of
+/// its coarse clocks; 0 if unknown. CPU-time timers fire only on a tick.
+inline uint64_t tick_ns() {
+  timespec res{};
+  if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) != 0) return 0;
+  return static_cast<uint64_t>(res.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(res.tv_nsec);
+}
+
 /// Reads a small file (a /proc entry) into `buf`, NUL-terminated: the
 /// bytes read (at most size - 1), or -1. Raw open and close: libcoz.so
 /// interposes close.

@@ -268,9 +268,8 @@ void choose_descriptor_table(const Runtime& rt) {
   if (rt.breakpoints.count > 0 || !descriptors::decide_table(limit)) return;
   use_timer_sampling();
   log::warn("descriptor limit {} with no room above it: the runtime keeps its files in a descriptor table of its "
-            "own, and threads sample with CPU-time timers, which take no descriptor (time in the kernel is not "
-            "sampled)",
-            limit);
+            "own, and threads sample with CPU-time timers, which take no descriptor, {}",
+            limit, timer_sampling_caveat());
 }
 
 /// Starts this process's profiler thread (g_profiler). Under `coz run
@@ -429,7 +428,7 @@ void start() {
 /// Without kernel sampling, time in system calls is charged to no line:
 /// say how much, so a user knows what the profile cannot see.
 void warn_if_kernel_time_unsampled(const Runtime& rt) {
-  // Timer sampling's warning (perf_event refused, or a small descriptor limit) already says so.
+  // CPU-time timers count the time in the kernel too (timer_sampling_caveat).
   if (kernel_sampling() || timer_sampling() || !rt.sampling_enabled) return;
   rusage usage{};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cerrno>
+#include <string>
 
 #include "runtime.h"
 #include "sample_signal.h"
@@ -123,6 +124,11 @@ bool timer_sampling();
 /// small descriptor limit with no room above it, runtime.cpp). At start-up,
 /// before any thread samples.
 void use_timer_sampling();
+/// What CPU-time timers cost the answer, for the warnings that say they
+/// are in use. They sample the time in the kernel too (a CPU-time clock
+/// counts it; the signal comes as the call returns, where the walk starts
+/// from the line that made it), but fire only on the scheduler's tick.
+std::string timer_sampling_caveat();
 
 /// The period of the samplers no signal drains (every sampler of a quiet
 /// run; the kernel-time samplers take a multiple of it): the configured
