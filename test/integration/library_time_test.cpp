@@ -355,5 +355,27 @@ TEST_F(LibraryTimeTest, MemcpyLineAtFiftyPercentMatchesTruth) {
   EXPECT_GT(samples_on_line(run.profile, line), 0u) << "no samples on " << line;
 }
 
+// --------------------------------------------------------------------------
+// The system call line at a fixed 50%: truth +47% (syscall_write_fast_write,
+// 3.04 s against 1.60 s here). Margin: > 38% and < 60%. Traps read +48%, the
+// per-CPU rings (COZ_SAMPLE_TRAPS=0, the ring_samplers run) +44%. What it
+// catches, besides kernel time going unsampled (~0): delays credited in
+// lumps. The per-CPU rings' samples credit their delay when the profiler
+// thread drains them; drained every 60 ms, the producer paid ~30 ms at once
+// while the consumer emptied a queue of 2 ms and starved: +31%.
+// --------------------------------------------------------------------------
+TEST_F(LibraryTimeTest, SyscallWriteLineAtFiftyPercentMatchesTruth) {
+  std::string why_not;
+  if (!kernel_sampling_allowed(why_not)) GTEST_SKIP() << why_not;
+  const std::string line = marked_line("syscall_write.cpp", "write_work");
+  const FixedLineRun run =
+      run_fixed_line({SYSCALL_WRITE_EXE, "-n", std::to_string(scaled(30'000))}, line, 50, kPoint, scratch_);
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  std::cerr << "[ predicted] syscall_write write_work at 50%: " << 100 * run.sped_up.program_speedup
+            << "% (real: +47%)\n";
+  EXPECT_GT(run.sped_up.program_speedup, 0.38) << describe(run.result);
+  EXPECT_LT(run.sped_up.program_speedup, 0.60) << describe(run.result);
+}
+
 }  // namespace
 }  // namespace coz_itest
