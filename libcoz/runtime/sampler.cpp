@@ -475,6 +475,8 @@ std::atomic<KernelSampling> g_kernel_sampling{KernelSampling::Unknown};
 std::atomic<bool> g_cpu_rings_kernel{false};
 // How often the profiler thread must drain them (open_cpu_rings).
 std::atomic<uint64_t> g_cpu_rings_drain_ns{UINT64_MAX};
+// How often during an experiment: each ring's sampling period (unsignalled_drain_interval_ns).
+std::atomic<uint64_t> g_cpu_rings_experiment_drain_ns{UINT64_MAX};
 NoDestroy<CpuRings> g_cpu_rings_holder;
 CpuRings& g_cpu_rings = g_cpu_rings_holder.value;
 // The profiler thread, whose own samples the rings take too and count nowhere.
@@ -1129,6 +1131,8 @@ bool open_cpu_rings(Runtime& rt) {
   g_cpu_rings_kernel.store(true, std::memory_order_relaxed);
   g_cpu_rings_drain_ns.store(sample_policy::cpu_ring_drain_interval_ns(settings.period_ns, ring_memory(), cpus),
                              std::memory_order_relaxed);
+  g_cpu_rings_experiment_drain_ns.store(std::max(settings.period_ns, sample_policy::min_unsignalled_drain_ns),
+                                        std::memory_order_relaxed);
   return true;
 }
 }  // namespace
@@ -1280,18 +1284,22 @@ uint64_t unsignalled_drain_interval_ns(const Runtime& rt) {
   if (quiet_rings || kernel_time_rings || g_signal_blocked_threads.load(std::memory_order_relaxed) > 0) {
     interval = sample_policy::quiet_drain_interval_ns(rt.config.sample_period_ns, ring_memory());
   }
-  if (cpu_rings_take_kernel_time()) interval = std::min(interval, g_cpu_rings_drain_ns.load(std::memory_order_relaxed));
-  // While an experiment credits delays, every such ring is drained at the
-  // shortest interval: a sample's delay is credited when it is drained, and
-  // the other threads pay it at their next sample, so a long interval turns
-  // the experiment's delays into lumps. A producer that pays 30 ms at once
-  // while its consumer (the selected line) empties a queue of 2 ms starves
-  // it, which the program would not do if the line were faster:
-  // syscall_write's pwrite line, whose time is in the kernel, read +31% at
-  // 50% with the per-CPU rings drained every 60 ms, +44% at 1 ms (traps: +48%;
-  // truth +47%).
-  if (interval != UINT64_MAX && rt.ledger.delay_per_sample() > 0) {
-    interval = std::min(interval, sample_policy::min_unsignalled_drain_ns);
+  if (cpu_rings_take_kernel_time()) {
+    // During an experiment, as often as a CPU's ring can take a sample: a
+    // sample's delay is credited when it is drained, and the other threads
+    // pay it at their next sample, so draining only as the rings fill
+    // (every 60 ms at 1 ms) turned the experiment's delays into lumps. A
+    // producer that paid 30 ms at once while its consumer (the selected
+    // line) emptied a queue of 2 ms starved it, as it would not if the line
+    // were faster: syscall_write's pwrite line, its time in the kernel, read
+    // +30% to +44% at 50% (truth +47%; traps +48%), +43% to +47% drained at
+    // the rings' period. In every experiment, 0% ones too: drained every
+    // 1 ms in speedup experiments only, fork_join's left part read ~3 points
+    // low (the profiler thread's wakes, at real-time priority, fell on the
+    // speedups and not on their baselines).
+    const bool experimenting = rt.experiment.selected.load(std::memory_order_relaxed) != nullptr;
+    interval = std::min(interval, (experimenting ? g_cpu_rings_experiment_drain_ns : g_cpu_rings_drain_ns)
+                                      .load(std::memory_order_relaxed));
   }
   return interval;
 }

@@ -110,9 +110,9 @@ void drain_unsignalled_rings(Runtime& rt);
 /// How long the profiler thread may sleep before drain_unsignalled_rings
 /// must run: a thread's ring no signal drains fills in
 /// sample_policy::quiet_drain_interval_ns, a CPU's kernel-time ring in
-/// cpu_ring_drain_interval_ns; while an experiment credits delays, at most
-/// sample_policy::min_unsignalled_drain_ns (their delays are credited as
-/// they are drained). UINT64_MAX when there is no such ring.
+/// cpu_ring_drain_interval_ns, or during an experiment at the period of its
+/// sampler (their delays are credited as they are drained). UINT64_MAX when
+/// there is no such ring.
 uint64_t unsignalled_drain_interval_ns(const Runtime& rt);
 
 /// Whether threads sample their time in the kernel too (allowed by the
