@@ -438,7 +438,7 @@ TEST_F(IntegrationTest, LockContentionCriticalSectionBeatsOutsideWork) {
 // task_b (1.5 ms); main waits on a condition variable the last one signals.
 // Halving task_a: 4.05 s -> 2.46 s, +39% (measured, 3 runs); halving task_b:
 // -3% (the same). Margins: task_a > 30% and < 50%; task_b |x| < 8%, as for
-// two_threads. Measured: +36% to +38% and -1% to +2% (traps), +21% to +27%
+// two_threads. Measured: +36% to +38% and -1% to +2% (traps), +17%
 // for task_a under CPU-time timers (their 4 ms tick sees a thread this short
 // late or never: bench/RESULTS.md, stop 37). Each thread must be sampled
 // from its first period to its end, start level with the ledger of the
