@@ -1293,10 +1293,12 @@ uint64_t unsignalled_drain_interval_ns(const Runtime& rt) {
     // line) emptied a queue of 2 ms starved it, as it would not if the line
     // were faster: syscall_write's pwrite line, its time in the kernel, read
     // +30% to +44% at 50% (truth +47%; traps +48%), +43% to +47% drained at
-    // the rings' period. In every experiment, 0% ones too: drained every
-    // 1 ms in speedup experiments only, fork_join's left part read ~3 points
-    // low (the profiler thread's wakes, at real-time priority, fell on the
-    // speedups and not on their baselines).
+    // the rings' period. Not faster: drained every 1 ms, fork_join's left
+    // part read ~3 points low (median +27.9% in 8 runs against +31%; why is
+    // not established: the profiler thread's wakes, at real-time priority,
+    // with the unmapping of retired rings in each, are the suspects). In
+    // every experiment, 0% ones too, so that those wakes cost the baselines
+    // what they cost the speedups.
     const bool experimenting = rt.experiment.selected.load(std::memory_order_relaxed) != nullptr;
     interval = std::min(interval, (experimenting ? g_cpu_rings_experiment_drain_ns : g_cpu_rings_drain_ns)
                                       .load(std::memory_order_relaxed));
