@@ -53,4 +53,8 @@ uint64_t cpu_ring_drain_interval_ns(uint64_t kernel_period_ns, const Memory& mem
   return kernel_period_ns * periods_per_drain(cpu_ring_data_pages(memory, cpus), memory);
 }
 
+uint64_t cpu_ring_experiment_drain_interval_ns(uint64_t kernel_period_ns) {
+  return std::max(kernel_period_ns, min_unsignalled_drain_ns);
+}
+
 }  // namespace coz::sample_policy

@@ -99,6 +99,11 @@ unsigned cpu_ring_data_pages(const Memory& memory, unsigned cpus);
 /// take a sample per `kernel_period_ns` of a CPU's time in the kernel at
 /// most: unsignalled_drains_per_ring drains per fill, as for a thread's.
 uint64_t cpu_ring_drain_interval_ns(uint64_t kernel_period_ns, const Memory& memory, unsigned cpus);
+/// How often during an experiment: at every period of their samplers (no
+/// sooner than min_unsignalled_drain_ns), since a kernel-time sample
+/// credits its delay only when it is drained (unsignalled_drain_interval_ns
+/// in sampler.cpp says what slower and faster drains did).
+uint64_t cpu_ring_experiment_drain_interval_ns(uint64_t kernel_period_ns);
 
 /// How many times faster than the configured period user-time samplers
 /// sample at `current_ns` (an experiment that inserts delays shortens it).

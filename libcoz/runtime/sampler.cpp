@@ -1131,7 +1131,7 @@ bool open_cpu_rings(Runtime& rt) {
   g_cpu_rings_kernel.store(true, std::memory_order_relaxed);
   g_cpu_rings_drain_ns.store(sample_policy::cpu_ring_drain_interval_ns(settings.period_ns, ring_memory(), cpus),
                              std::memory_order_relaxed);
-  g_cpu_rings_experiment_drain_ns.store(std::max(settings.period_ns, sample_policy::min_unsignalled_drain_ns),
+  g_cpu_rings_experiment_drain_ns.store(sample_policy::cpu_ring_experiment_drain_interval_ns(settings.period_ns),
                                         std::memory_order_relaxed);
   return true;
 }

@@ -75,6 +75,21 @@ TEST(SamplePolicy, EachCpusKernelTimeRingIsDrainedLessOftenThanAThreadsRing) {
   EXPECT_GE(cpu_ring_drain_interval_ns(1 * ms, limited, 2), quiet_drain_interval_ns(1 * ms, limited));
 }
 
+// During an experiment the per-CPU rings are drained as often as they can
+// take a sample (their delays are credited when drained): 4 ms at the
+// default period, not the 60 ms it takes them to fill; never more often
+// than the profiler thread may wake for them.
+TEST(SamplePolicy, CpuRingsAreDrainedAtTheirPeriodDuringExperiments) {
+  for (uint64_t period : {10 * us, 100 * us, 1 * ms, 10 * ms}) {
+    const uint64_t kernel = kernel_period_ns(period, root);
+    const uint64_t during = cpu_ring_experiment_drain_interval_ns(kernel);
+    EXPECT_EQ(during, std::max(kernel, min_unsignalled_drain_ns)) << period;
+    EXPECT_LE(during, cpu_ring_drain_interval_ns(kernel, root, 2)) << period;
+  }
+  EXPECT_EQ(cpu_ring_experiment_drain_interval_ns(kernel_period_ns(1 * ms, root)), 4 * ms);
+  EXPECT_EQ(cpu_ring_experiment_drain_interval_ns(100 * us), min_unsignalled_drain_ns);
+}
+
 TEST(SamplePolicy, KernelTimeIsSampledAtAMultipleOfTheUnsignalledPeriod) {
   for (const Memory& memory : {root, limited}) {
     for (uint64_t period : {10 * us, 100 * us, 1 * ms, 10 * ms}) {
