@@ -128,6 +128,9 @@ def arguments(doc, **iterations):
     ap.add_argument("--truth-seconds", type=float, default=2)
     ap.add_argument("--profile-seconds", type=float, default=45)
     ap.add_argument("--runs", type=int, default=2, help="default-mode profiles")
+    ap.add_argument("--overhead", action="store_true",
+                    help="measure only what profiling costs the server's throughput: plain, under "
+                         "`coz run --fixed-speedup 0` (sampling alone) and under `coz run`, in interleaved rounds")
     ap.add_argument("--system", action="store_true",
                     help="profile the server and its load generator as one system: the server leads a "
                          "`coz run --system` run that the load generator joins (docs/system.md), so that a "
@@ -226,6 +229,38 @@ def print_truths(rates, changes, resamples=2000):
           "and its 95% bootstrap interval:\n")
     table(["truth", "variants", "actual", "95% interval", "from the medians"], rows)
     return truths
+
+
+def print_overhead(work, program, rounds, seconds, serve_and_load):
+    """What profiling costs a server under load, as a user pays it: its
+    throughput plain, under `coz run --fixed-speedup 0` (sampling alone: every
+    experiment a 0% baseline) and under a default `coz run` (experiments that
+    insert delays), in interleaved rounds. `serve_and_load(wrapper, seconds)`
+    starts the server under WRAPPER, loads it and returns its rate. Each
+    round's profiled rates are taken against that round's plain rate (this
+    VM's speed drifts over minutes), with a 95% bootstrap interval over
+    rounds, as print_truths does."""
+    import random
+    wrappers = {
+        "plain": [],
+        "sampling only": coz("run", "-q", "--fixed-speedup", "0", "-o", work / f"{program}-sampling-only.coz", "---"),
+        "full": coz("run", "-q", "-o", work / f"{program}-full.coz", "---"),
+    }
+    for path in (work / f"{program}-sampling-only.coz", work / f"{program}-full.coz"):
+        path.unlink(missing_ok=True)  # runs append: one file per mode, every round in it
+    rates = interleaved(list(wrappers), rounds, lambda mode: serve_and_load(wrappers[mode], seconds))
+    rng = random.Random(13)
+    rows = []
+    for mode in wrappers:
+        paired = [plain / rate for plain, rate in zip(rates["plain"], rates[mode])]
+        cost = median(paired) - 1
+        boot = sorted(median(rng.choices(paired, k=len(paired))) - 1 for _ in range(2000))
+        rows.append([mode, f"{median(rates[mode]):.0f}", " ".join(f"{x:.0f}" for x in rates[mode]),
+                     "" if mode == "plain" else f"{cost:+.1%}",
+                     "" if mode == "plain" else f"{boot[50]:+.1%} .. {boot[1949]:+.1%}"])
+    print(f"Throughput, median of {rounds} interleaved rounds of {seconds:g} s; the cost is the median over "
+          "rounds of plain / profiled - 1 within each round, with its 95% bootstrap interval:\n")
+    table(["run", "requests/s", "rounds", "cost", "95% interval"], rows)
 
 
 def coz(*args):

@@ -13,7 +13,10 @@ interleaved rounds; the profiles are default-mode `coz run`s of the full
 variant. Prints markdown tables; exit 0 (the rows say pass or miss).
 
     bench/real/memcached.py [--work DIR] [--rounds N] [--truth-seconds S]
-                            [--profile-seconds S] [--runs N] [--system]
+                            [--profile-seconds S] [--runs N] [--system] [--overhead]
+
+--overhead measures only the server's throughput plain, under sampling
+alone and under a default `coz run` (issue 15), in interleaved rounds.
 
 --system profiles memcached and its load generator as one system (the
 load generator, built with -g for that, joins the run).
@@ -81,6 +84,18 @@ def main():
         "get removed": {**full, "COZ_INJECT_GET": "0"},
         "off removed": {**full, "COZ_INJECT_OFF": "0"},
     }
+
+    if args.overhead:
+        def serve_and_load(wrapper, seconds):
+            server = serve(binary, full, wrapper=wrapper)
+            try:
+                return load_rate(load, seconds)
+            finally:
+                server.stop()
+
+        print(f"## memcached 1.6.18, `-t 2`, {CONNECTIONS} connections, 9 gets in 10: what profiling costs\n")
+        common.print_overhead(args.work, "memcached", args.rounds, args.truth_seconds, serve_and_load)
+        return 0
 
     log(f"truth: {args.rounds} interleaved rounds of {args.truth_seconds} s per variant")
 
