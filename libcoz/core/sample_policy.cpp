@@ -53,6 +53,12 @@ uint64_t cpu_ring_drain_interval_ns(uint64_t kernel_period_ns, const Memory& mem
   return kernel_period_ns * periods_per_drain(cpu_ring_data_pages(memory, cpus), memory);
 }
 
+bool prefers_cpu_timer(uint64_t switches, uint64_t cpu_ns, uint64_t rate) {
+  if (rate == 0 || cpu_ns < switch_check_min_cpu_ns) return false;
+  // switches / (cpu_ns / 1e9) > rate, without overflow for any count a thread reaches.
+  return static_cast<double>(switches) * 1e9 > static_cast<double>(rate) * static_cast<double>(cpu_ns);
+}
+
 uint64_t cpu_ring_experiment_drain_interval_ns(uint64_t kernel_period_ns) {
   return std::max(kernel_period_ns, min_unsignalled_drain_ns);
 }

@@ -105,6 +105,32 @@ uint64_t cpu_ring_drain_interval_ns(uint64_t kernel_period_ns, const Memory& mem
 /// in sampler.cpp says what slower and faster drains did).
 uint64_t cpu_ring_experiment_drain_interval_ns(uint64_t kernel_period_ns);
 
+/// A thread sampled by a trap event asks how often it switches once per
+/// this many of its samples (a getrusage in the handler: ~1 us per 32 ms).
+constexpr uint32_t switch_check_samples = 32;
+
+/// Whether a thread that switched `switches` times in `cpu_ns` of its CPU
+/// time should trade its trap event for a CPU-time timer. The kernel
+/// schedules a thread's perf_event out and in at every switch, its timer
+/// cancelled and restarted, and in a virtual machine each costs ~2 us: on
+/// memcached under load (~30,000 switches per CPU-second in its workers)
+/// the traps cost 12-25% of the throughput, CPU-time timers ~4%. A timer is
+/// checked on the scheduler's tick: nothing at a switch, but a sample only
+/// every tick (4 ms at HZ=250), which reads low on threads that live or
+/// hold locks for less than a few ticks (timer_sampling_caveat) and is
+/// right on long-lived servers' threads (memcached's get line at 50%:
+/// +13.9% against +13.3% real, traps +14.1%). Above `rate` switches per
+/// second of CPU time (0: never) the event costs the thread ~3% or more of
+/// it; the bench programs switch 900 to 10,400 times per CPU-second, and
+/// keep their traps. Never on less than switch_check_min_cpu_ns: a short
+/// stretch says little.
+bool prefers_cpu_timer(uint64_t switches, uint64_t cpu_ns, uint64_t rate);
+
+/// The least CPU time a look at a thread's switches covers; a look that
+/// comes sooner (32 samples at a period shortened for an experiment) waits
+/// for the next one.
+constexpr uint64_t switch_check_min_cpu_ns = 20'000'000;
+
 /// How many times faster than the configured period user-time samplers
 /// sample at `current_ns` (an experiment that inserts delays shortens it).
 /// Inline: every sample asks, on the sampling path.

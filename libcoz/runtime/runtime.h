@@ -38,6 +38,9 @@ struct SamplingStats {
   /// Counted samples by why their stack walk ended (UnwindStop); Outermost
   /// also counts walks that found as many in-scope frames as a stack keeps.
   std::atomic<uint64_t> unwind_stops[5] = {};
+  /// Threads that traded their trap event for a CPU-time timer (they switch
+  /// too often for the event, sample_policy::prefers_cpu_timer).
+  std::atomic<uint64_t> threads_on_timers{0};
 
   /// Counted samples attributed to an in-scope line.
   uint64_t in_scope() const {
@@ -51,6 +54,7 @@ struct SamplingStats {
       count->store(0, std::memory_order_relaxed);
     }
     for (auto& count : unwind_stops) count.store(0, std::memory_order_relaxed);
+    threads_on_timers.store(0, std::memory_order_relaxed);
   }
 };
 

@@ -168,8 +168,13 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   if (in_breakpoint_trap(rt, regs)) return;
   const bool kernel_sampler = source == SampleSource::KernelTime;
   const bool in_kernel = source != SampleSource::UserTime;
-  const uint64_t weight =
-      kernel_sampler ? g_kernel_weight.load(std::memory_order_relaxed) : counted_in_profile(rt, t) ? periods : 0;
+  // A CPU-time timer keeps the configured period while the others sample
+  // faster (set_sample_period): each of its samples counts, and credits
+  // the delays of `periods` x rate samples at the period in force.
+  const bool timer = t.timer_mode;
+  const uint64_t weight = kernel_sampler                         ? g_kernel_weight.load(std::memory_order_relaxed)
+                          : timer || counted_in_profile(rt, t) ? periods
+                                                                 : 0;
   StackFrame frames[StackTable::max_frames];
   std::optional<size_t> walked = stack_frames(rt, regs, stack, walk ? walk : t.unwind_frames, frames, weight);
   if (!walked) return;
@@ -190,7 +195,10 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   if (selected == line->experiment_unit()) {
     // Every sample credits its delay (the ledger's delay per sample matches the period in force).
     rt.experiment.selected_samples.fetch_add(weight, std::memory_order_relaxed);
-    for (uint64_t i = 0, credits = kernel_sampler ? short_period_rate(rt) * weight : periods; i < credits; ++i) {
+    const uint64_t credits = kernel_sampler ? short_period_rate(rt) * weight
+                             : timer        ? short_period_rate(rt) * periods
+                                            : periods;
+    for (uint64_t i = 0; i < credits; ++i) {
       if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
     }
   }
@@ -387,6 +395,29 @@ bool trap_in_syscall(const Runtime& rt, UnwindRegisters& regs) {
   return in_syscall;
 }
 
+/// Once per sample_policy::switch_check_samples samples of a thread in trap
+/// mode: whether it switches too often for its event (prefers_cpu_timer).
+/// The thread trades the event for a CPU-time timer as its next wait ends
+/// (move_current_thread_to_timer_if_wanted): timer_create and a close
+/// under the thread list's lock do not belong in a signal handler.
+void check_switch_rate(const Runtime& rt, ThreadState& t) {
+  if (rt.config.timer_switch_rate == 0 || ++t.samples_since_switch_check < sample_policy::switch_check_samples) return;
+  t.samples_since_switch_check = 0;
+  rusage usage{};
+  if (sys::raw_syscall6(SYS_getrusage, RUSAGE_THREAD, reinterpret_cast<long>(&usage)) != 0) return;
+  auto us = [](const timeval& tv) { return static_cast<uint64_t>(tv.tv_sec) * 1'000'000u + static_cast<uint64_t>(tv.tv_usec); };
+  const uint64_t switches = static_cast<uint64_t>(usage.ru_nvcsw + usage.ru_nivcsw);
+  const uint64_t cpu_ns = (us(usage.ru_utime) + us(usage.ru_stime)) * 1000;
+  // At a period shortened for an experiment, 32 samples are too short a stretch: the next look covers more.
+  if (cpu_ns - t.cpu_ns_at_check < sample_policy::switch_check_min_cpu_ns) return;
+  if (sample_policy::prefers_cpu_timer(switches - t.switches_at_check, cpu_ns - t.cpu_ns_at_check,
+                                       rt.config.timer_switch_rate)) {
+    t.timer_wanted.store(true, std::memory_order_relaxed);
+  }
+  t.switches_at_check = switches;
+  t.cpu_ns_at_check = cpu_ns;
+}
+
 /// A sample of a sampler without a ring (trap_sampler_attr): taken where
 /// the signal interrupted the thread.
 ///
@@ -412,6 +443,7 @@ void handle_trap(Runtime& rt, ThreadState& t, siginfo_t* info, void* context) {
   if (!handlers_own) {
     const bool in_syscall = g_trap_kernel.load(std::memory_order_relaxed) && trap_in_syscall(rt, regs);
     handle_live_sample(rt, t, regs, in_syscall ? SampleSource::TrapInSyscall : SampleSource::UserTime);
+    check_switch_rate(rt, t);
   }
   rt.ledger.pay_from_signal(t.ledger);
   if (paused) resume_sampler(rt, t);
@@ -939,6 +971,17 @@ void stop_sampling(ThreadState& t) {
   t.kernel_event_id = 0;
   descriptors::close_own(t.perf_fd);  // an event lives on until its mapping is unmapped
   t.perf_fd = -1;
+}
+
+void move_to_timer(ThreadState& t) {
+  t.timer_wanted.store(false, std::memory_order_relaxed);
+  Runtime* rt = runtime();
+  if (!rt || t.timer_mode || !t.trap_mode.load(std::memory_order_acquire)) return;
+  // As stop_sampling: a trap still on its way finds trap_mode off.
+  t.trap_mode.store(false, std::memory_order_release);
+  descriptors::close_own(t.perf_fd);
+  t.perf_fd = -1;
+  if (start_timer_sampling(t, rt->config)) rt->stats.threads_on_timers.fetch_add(1, std::memory_order_relaxed);
 }
 
 void suspend_sampling(ThreadState& t) {

@@ -77,6 +77,13 @@ class ExecWindow {
 /// descriptors and rings stay in place for the profiler thread.
 void suspend_sampling(ThreadState& thread);
 
+/// Trades the thread's trap event for a CPU-time timer (its handler found
+/// it switching too often for the event: sample_policy::prefers_cpu_timer).
+/// By the thread itself, outside any signal handler, under the thread list's
+/// lock (the profiler thread reads its descriptor under it):
+/// move_current_thread_to_timer_if_wanted.
+void move_to_timer(ThreadState& thread);
+
 /// Makes the thread's next sample come after ~20 us of its CPU time instead
 /// of up to a full period, so that a running thread that owes delays pays
 /// them now (the end of an experiment waits for that). A thread that is not

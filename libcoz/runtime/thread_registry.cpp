@@ -141,6 +141,14 @@ void reset_live_threads_after_fork() {
   g_live_threads.fetch_sub(1, std::memory_order_acq_rel);
 }
 
+void move_current_thread_to_timer_if_wanted() {
+  ThreadState* t = tls_thread;
+  if (!t || !t->timer_wanted.load(std::memory_order_relaxed)) return;
+  SignalsDeferred deferred;
+  FutexGuard guard(g_list_lock);
+  move_to_timer(*t);
+}
+
 void thread_pre_block() {
   ThreadState* t = tls_thread;
   Runtime* rt = runtime();

@@ -48,6 +48,15 @@ struct ThreadState {
   // and its trap event, disabled, stays open in parked_trap_fd until it exits.
   std::atomic<bool> trap_mode{false};
   int parked_trap_fd = -1;
+  // How often a thread in trap mode switches (sample_policy::prefers_cpu_timer):
+  // its samples since the last look, and its switches and CPU time (ns)
+  // then. The handler sets timer_wanted; the thread trades its trap event for
+  // a CPU-time timer as its next wait ends (move_to_timer_if_wanted), outside
+  // any signal handler.
+  uint32_t samples_since_switch_check = 0;
+  uint64_t switches_at_check = 0;
+  uint64_t cpu_ns_at_check = 0;
+  std::atomic<bool> timer_wanted{false};
   // When the trap handler last returned (monotonic ns): a trap that
   // arrives late right after it was raised while the handler ran
   // (handle_trap in sampler.cpp).
@@ -105,6 +114,11 @@ void register_current_thread(uint64_t creator_local);
 
 /// Pays what the thread owes, stops its sampler and forgets it.
 void unregister_current_thread();
+
+/// The calling thread trades its trap event for a CPU-time timer if its
+/// sample handler asked for it (ThreadState::timer_wanted). Called as a wait
+/// ends (wait.cpp), inside the runtime's work.
+void move_current_thread_to_timer_if_wanted();
 
 /// Program threads registered and not yet exited. When main has called
 /// pthread_exit and the last other thread exits, this reaches 0 and the

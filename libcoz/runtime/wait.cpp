@@ -29,6 +29,7 @@ void Wait::done(bool woken_by_thread) {
   } else {
     thread_post_block(woken_by_thread);
   }
+  move_current_thread_to_timer_if_wanted();
   errno = saved;
 }
 
@@ -65,6 +66,12 @@ void KernelWait::finish(bool woken_by_program) {
   if (!thread_) return;
   if (start_ != 0) record_blocked(kind_, sys::monotonic_ns() - start_, caller_);
   rt_->ledger.post_block(thread_->ledger, woken_by_program);
+  if (thread_->timer_wanted.load(std::memory_order_relaxed)) {
+    RuntimeSection section;
+    int saved = errno;
+    move_current_thread_to_timer_if_wanted();
+    errno = saved;
+  }
 }
 
 void catch_up_if_owed() {

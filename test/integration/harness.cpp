@@ -320,7 +320,7 @@ FixedLineRun run_fixed_line(const std::vector<std::string>& program_and_args, co
   auto profile_once = [&](int percent) -> bool {
     std::vector<std::string> options = {"--fixed-line", line_suffix, "--fixed-speedup", std::to_string(percent)};
     options.insert(options.end(), extra_options.begin(), extra_options.end());
-    const ProcessResult process = coz_run(profile_path, options, program_and_args, scratch);
+    const ProcessResult& process = run.process = coz_run(profile_path, options, program_and_args, scratch);
     if (!process.exited || process.exit_status != 0) {
       run.error = "coz run --fixed-line " + line_suffix + " --fixed-speedup " + std::to_string(percent) +
                   " failed: " + describe(process);

@@ -165,6 +165,7 @@ struct FixedLineRun {
   analysis::LineEffect effect;         // the line on the point (copied out of `result`)
   analysis::SpeedupEstimate baseline;  // at 0%
   analysis::SpeedupEstimate sped_up;   // at the fixed speedup
+  ProcessResult process;               // the last `coz run` (its stderr: what -v said)
 };
 
 /// Runs `coz run --fixed-line LINE --fixed-speedup PCT [extra_options]` on the

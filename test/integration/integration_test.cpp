@@ -467,6 +467,37 @@ TEST_F(IntegrationTest, ShortThreadsShortTaskPredictsNoSpeedup) {
 }
 
 // --------------------------------------------------------------------------
+// A thread that switches more often than COZ_TIMER_SWITCH_RATE times per
+// second of its CPU time trades its trap event for a CPU-time timer
+// (sample_policy::prefers_cpu_timer): memcached's workers under load do at
+// the default. Here the rate is lowered so that pipeline's two threads
+// trade theirs (-v says so), and the answer must stay right with samplers
+// of both kinds in one process: the timers keep the configured period while
+// the traps sample twice as fast during experiments, so each timer sample
+// counts once and credits the delays of two trap samples. Truth +50%
+// (halving consume_work, as in the bench). The producer, which waits on a
+// full queue, trades its event early; the consumer (~3 switches per
+// CPU-second alone) only once experiments make it wait, so part of its run
+// is sampled by traps: with a timer sample crediting one trap sample's
+// delay, this read +48% (and +42% at COZ_TIMER_SWITCH_RATE=1); each timer
+// sample counted once in two, as a trap's at the short period, would lose
+// the consumer's samples after its move, and a move that broke the
+// sampling (no timer started, a trap event left open) shows here too.
+// --------------------------------------------------------------------------
+TEST_F(IntegrationTest, ThreadsThatSwitchOftenMoveToTimersAndPredictTheirSpeedup) {
+  setenv("COZ_TIMER_SWITCH_RATE", "200", 1);
+  const FixedLineRun run =
+      run_fixed_line({PIPELINE_EXE, "-n", std::to_string(scaled(kPipelineItems))},
+                     marked_line("pipeline.cpp", "consume_work"), 50, "item consumed", scratch_, {"-v"});
+  unsetenv("COZ_TIMER_SWITCH_RATE");
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  EXPECT_NE(run.process.err.find("thread(s) switched more than 200 times"), std::string::npos) << run.process.err;
+  log_prediction("pipeline consume_work at 50%, threads on timers", run.sped_up.program_speedup, 0.50);
+  EXPECT_GT(run.sped_up.program_speedup, 0.38) << describe(run.process);
+  EXPECT_LT(run.sped_up.program_speedup, 0.60) << describe(run.process);
+}
+
+// --------------------------------------------------------------------------
 // latency: 2 server threads; request = parse_work (0.2 ms) + handle_work
 // (0.8 ms) between COZ_BEGIN/COZ_END("request"), plus background_work
 // (0.2 ms) outside requests. s = 50% on handle_work: mean latency 1.0 ->

@@ -90,6 +90,23 @@ TEST(SamplePolicy, CpuRingsAreDrainedAtTheirPeriodDuringExperiments) {
   EXPECT_EQ(cpu_ring_experiment_drain_interval_ns(100 * us), min_unsignalled_drain_ns);
 }
 
+TEST(SamplePolicy, ThreadsThatSwitchOftenPreferCpuTimers) {
+  constexpr uint64_t rate = 15'000;
+  // memcached's workers under load: ~30,000 switches per second of CPU time.
+  EXPECT_TRUE(prefers_cpu_timer(960, 32 * ms, rate));
+  // The bench programs: 900 to 10,400.
+  EXPECT_FALSE(prefers_cpu_timer(333, 32 * ms, rate));
+  EXPECT_FALSE(prefers_cpu_timer(29, 32 * ms, rate));
+  // At the threshold itself, not above it.
+  EXPECT_FALSE(prefers_cpu_timer(480, 32 * ms, rate));
+  EXPECT_TRUE(prefers_cpu_timer(481, 32 * ms, rate));
+  // Too little CPU time to tell; and never where the rate is 0.
+  EXPECT_FALSE(prefers_cpu_timer(1'000, 10 * ms, rate));
+  EXPECT_FALSE(prefers_cpu_timer(1'000'000, 32 * ms, 0));
+  // No overflow at a long-lived thread's counts.
+  EXPECT_TRUE(prefers_cpu_timer(uint64_t{1} << 40, uint64_t{1} << 50, 1));
+}
+
 TEST(SamplePolicy, KernelTimeIsSampledAtAMultipleOfTheUnsignalledPeriod) {
   for (const Memory& memory : {root, limited}) {
     for (uint64_t period : {10 * us, 100 * us, 1 * ms, 10 * ms}) {
