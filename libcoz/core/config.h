@@ -62,11 +62,9 @@ struct Config {
   static constexpr unsigned stack_sample_bytes = 4096;
   unsigned delay_sampling_rate = 2;       // samples per sample period while an experiment inserts delays (see Profiler::begin)
   /// Context switches per second of a thread's CPU time above which the
-  /// thread trades its trap event for a CPU-time timer (0: never, the
-  /// default until a timer's signal is shown never to cut a blocking call
-  /// short where a trap taken in the kernel does not; docs/lifecycle.md);
-  /// see sample_policy::prefers_cpu_timer.
-  uint64_t timer_switch_rate = 0;
+  /// thread trades its trap event for a CPU-time timer (0: never); see
+  /// sample_policy::prefers_cpu_timer and docs/lifecycle.md.
+  uint64_t timer_switch_rate = 15'000;
 
   /// Every experiment is a 0% baseline (--fixed-speedup 0): no delay is ever inserted.
   bool only_baselines() const { return fixed_speedup_percent == 0; }

@@ -118,12 +118,14 @@ constexpr uint32_t switch_check_samples = 32;
 /// checked on the scheduler's tick: nothing at a switch, but a sample only
 /// every tick (4 ms at HZ=250), which reads low on threads that live or
 /// hold locks for less than a few ticks (timer_sampling_caveat) and is
-/// right on long-lived servers' threads (memcached's get line at 50%:
-/// +13.9% against +13.3% real, traps +14.1%). Above `rate` switches per
-/// second of CPU time (0: never) the event costs the thread ~3% or more of
-/// it; the bench programs switch 900 to 10,400 times per CPU-second, and
-/// keep their traps. Never on less than switch_check_min_cpu_ns: a short
-/// stretch says little.
+/// right on long-lived servers' threads (memcached's get line at 50%, its
+/// workers on timers: +14.5% to +15.3% against +12.1% real, traps +17.5%
+/// to +19.0%, per process). Above `rate` switches per second of CPU time
+/// (0: never) the event costs the thread ~3% or more of it; the bench
+/// programs switch 900 to 10,400 times per CPU-second, and keep their traps
+/// but for three threads that block often on little CPU time (fork_join's
+/// main, eventfd_pool's dispatcher, one of sync_pipeline's). Never on less
+/// than switch_check_min_cpu_ns: a short stretch says little.
 bool prefers_cpu_timer(uint64_t switches, uint64_t cpu_ns, uint64_t rate);
 
 /// The least CPU time a look at a thread's switches covers; a look that

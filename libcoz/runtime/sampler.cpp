@@ -400,15 +400,26 @@ bool trap_in_syscall(const Runtime& rt, UnwindRegisters& regs) {
 /// The thread trades the event for a CPU-time timer as its next wait ends
 /// (move_current_thread_to_timer_if_wanted): timer_create and a close
 /// under the thread list's lock do not belong in a signal handler.
+///
+/// Only where the traps take the kernel's time (g_trap_kernel: Linux 6.1 and
+/// later, x86-64): there a CPU-time timer cuts no call short either, since
+/// the kernel handles its expiry as the thread returns to user mode
+/// (POSIX_CPU_TIMERS_TASK_WORK, which x86 kernels select; this one has
+/// it). kernel_waits' 1 MiB pipe writes and polls over 4,096 descriptors,
+/// its threads on timers: no short write, no EINTR, 6 runs.
 void check_switch_rate(const Runtime& rt, ThreadState& t) {
-  if (rt.config.timer_switch_rate == 0 || ++t.samples_since_switch_check < sample_policy::switch_check_samples) return;
+  if (rt.config.timer_switch_rate == 0 || !g_trap_kernel.load(std::memory_order_relaxed)) return;
+  if (++t.samples_since_switch_check < sample_policy::switch_check_samples) return;
   t.samples_since_switch_check = 0;
   rusage usage{};
   if (sys::raw_syscall6(SYS_getrusage, RUSAGE_THREAD, reinterpret_cast<long>(&usage)) != 0) return;
-  auto us = [](const timeval& tv) { return static_cast<uint64_t>(tv.tv_sec) * 1'000'000u + static_cast<uint64_t>(tv.tv_usec); };
+  auto us = [](const timeval& tv) {
+    return static_cast<uint64_t>(tv.tv_sec) * 1'000'000u + static_cast<uint64_t>(tv.tv_usec);
+  };
   const uint64_t switches = static_cast<uint64_t>(usage.ru_nvcsw + usage.ru_nivcsw);
   const uint64_t cpu_ns = (us(usage.ru_utime) + us(usage.ru_stime)) * 1000;
-  // At a period shortened for an experiment, 32 samples are too short a stretch: the next look covers more.
+  // At a period shortened for an experiment, 32 samples may be too short a
+  // stretch (16 ms at 0.5 ms): the next look covers more.
   if (cpu_ns - t.cpu_ns_at_check < sample_policy::switch_check_min_cpu_ns) return;
   if (sample_policy::prefers_cpu_timer(switches - t.switches_at_check, cpu_ns - t.cpu_ns_at_check,
                                        rt.config.timer_switch_rate)) {
@@ -463,7 +474,13 @@ void on_sample_signal(int sig, siginfo_t* info, void* context) {
     // None for a thread whose sampler has stopped: a trap already on its way.
     if (rt && t && t->trap_mode.load(std::memory_order_acquire)) handle_trap(*rt, *t, info, context);
   } else if (rt && t && t->timer_mode) {
-    handle_live_sample(*rt, *t, registers_of(context), SampleSource::UserTime, timer_periods(info));
+    // A thread moved off its trap event (move_to_timer) samples the kernel's
+    // time as the traps did: the timer's expiry runs as the thread returns
+    // to user mode, so a sample taken in a system call lands just after it.
+    UnwindRegisters regs = registers_of(context);
+    const bool in_syscall = g_trap_kernel.load(std::memory_order_relaxed) && trap_in_syscall(*rt, regs);
+    handle_live_sample(*rt, *t, regs, in_syscall ? SampleSource::TrapInSyscall : SampleSource::UserTime,
+                       timer_periods(info));
     rt->ledger.pay_from_signal(t->ledger);
   } else if (rt && t) {
     t->in_sample_handler.store(true, std::memory_order_relaxed);  // for watch_signal_delivery

@@ -51,7 +51,7 @@ struct ThreadState {
   // How often a thread in trap mode switches (sample_policy::prefers_cpu_timer):
   // its samples since the last look, and its switches and CPU time (ns)
   // then. The handler sets timer_wanted; the thread trades its trap event for
-  // a CPU-time timer as its next wait ends (move_to_timer_if_wanted), outside
+  // a CPU-time timer as its next wait ends (move_current_thread_to_timer_if_wanted), outside
   // any signal handler.
   uint32_t samples_since_switch_check = 0;
   uint64_t switches_at_check = 0;
