@@ -12,7 +12,10 @@ with the progress point given as `--progress FILE:LINE` (a hardware
 breakpoint, no source change) checks that it works on this server.
 
     bench/real/nghttpd.py [--work DIR] [--rounds N] [--truth-seconds S]
-                          [--profile-seconds S] [--runs N] [--system]
+                          [--profile-seconds S] [--runs N] [--system] [--overhead]
+
+--overhead measures only the server's throughput plain, under sampling
+alone and under a default `coz run` (issue 15), in interleaved rounds.
 
 --system profiles nghttpd and h2load as one system (h2load joins the run),
 except the `--progress` run, which is per process.
@@ -74,6 +77,18 @@ def main():
     full = {"COZ_INJECT_RESPOND": str(args.respond_iters)}
     variants = {"full": full, "respond halved": {"COZ_INJECT_RESPOND": str(args.respond_iters // 2)},
                 "respond removed": {"COZ_INJECT_RESPOND": "0"}}
+
+    if args.overhead:
+        def serve_and_load(wrapper, seconds):
+            server = serve(nghttpd, docroot, full, wrapper=wrapper)
+            try:
+                return load_rate(h2load, seconds)
+            finally:
+                server.stop()
+
+        print("## nghttpd 1.52.0, `-n 2`, h2load `-c 4 -m 10`: what profiling costs\n")
+        common.print_overhead(args.work, "nghttpd", args.rounds, args.truth_seconds, serve_and_load)
+        return 0
 
     log(f"truth: {args.rounds} interleaved rounds of {args.truth_seconds} s per variant")
 
