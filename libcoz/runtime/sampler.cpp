@@ -1427,6 +1427,11 @@ void forget_inherited_sampler(ThreadState& t) {
   t.signal_blocked.store(false, std::memory_order_relaxed);  // the new sampler signals until seen otherwise
   g_signal_blocked_threads.store(0, std::memory_order_relaxed);
   t.kernel_event_id = 0;
+  // The child's switches and CPU time count from zero (check_switch_rate).
+  t.samples_since_switch_check = 0;
+  t.switches_at_check = 0;
+  t.cpu_ns_at_check = 0;
+  t.timer_wanted.store(false, std::memory_order_relaxed);
   if (t.perf_fd < 0) return;
   t.ring.unmap();  // the kernel-time sampler's descriptor was closed when it started
   descriptors::close_own(t.perf_fd);

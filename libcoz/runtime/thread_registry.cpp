@@ -144,6 +144,9 @@ void reset_live_threads_after_fork() {
 void move_current_thread_to_timer_if_wanted() {
   ThreadState* t = tls_thread;
   if (!t || !t->timer_wanted.load(std::memory_order_relaxed)) return;
+  // The child of a vfork() runs on its parent's thread state: the move is
+  // the parent thread's to make (a timer for its tid cannot be made here).
+  if (sys::gettid() != t->tid) return;
   SignalsDeferred deferred;
   FutexGuard guard(g_list_lock);
   move_to_timer(*t);
