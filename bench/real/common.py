@@ -208,6 +208,13 @@ def speedup(rate_before, rate_after):
     return 1.0 - rate_before / rate_after
 
 
+def median_interval(paired, rng, resamples=2000):
+    """The median of per-round figures and its 95% bootstrap interval over
+    rounds: (median, low, high)."""
+    boot = sorted(median(rng.choices(paired, k=len(paired))) for _ in range(resamples))
+    return median(paired), boot[int(0.025 * resamples)], boot[int(0.975 * resamples) - 1]
+
+
 def print_truths(rates, changes, resamples=2000):
     """The truth of each change {name: (before, after)}: the median over
     rounds of the speedup within each round (the variants of one round run
@@ -220,9 +227,7 @@ def print_truths(rates, changes, resamples=2000):
     rows, truths = [], {}
     for name, (before, after) in changes.items():
         paired = [speedup(b, a) for b, a in zip(rates[before], rates[after])]
-        truths[name] = median(paired)
-        boot = sorted(median(rng.choices(paired, k=len(paired))) for _ in range(resamples))
-        low, high = boot[int(0.025 * resamples)], boot[int(0.975 * resamples) - 1]
+        truths[name], low, high = median_interval(paired, rng, resamples)
         rows.append([name, f"{before} -> {after}", f"{truths[name]:+.1%}", f"{low:+.1%} .. {high:+.1%}",
                      f"{speedup(median(rates[before]), median(rates[after])):+.1%}"])
     print("\nThe truth (program speedup of each change: median over rounds of the speedup within each round) "
@@ -236,7 +241,7 @@ def print_overhead(work, program, rounds, seconds, serve_and_load):
     throughput plain, under `coz run --fixed-speedup 0` (sampling alone: every
     experiment a 0% baseline) and under a default `coz run` (experiments that
     insert delays), in interleaved rounds. `serve_and_load(wrapper, seconds)`
-    starts the server under WRAPPER, loads it and returns its rate. Each
+    starts the server under WRAPPER, loads it for SECONDS and returns its rate. Each
     round's profiled rates are taken against that round's plain rate (this
     VM's speed drifts over minutes), with a 95% bootstrap interval over
     rounds, as print_truths does."""
@@ -252,12 +257,10 @@ def print_overhead(work, program, rounds, seconds, serve_and_load):
     rng = random.Random(13)
     rows = []
     for mode in wrappers:
-        paired = [plain / rate for plain, rate in zip(rates["plain"], rates[mode])]
-        cost = median(paired) - 1
-        boot = sorted(median(rng.choices(paired, k=len(paired))) - 1 for _ in range(2000))
+        cost, low, high = median_interval([plain / rate - 1 for plain, rate in zip(rates["plain"], rates[mode])], rng)
         rows.append([mode, f"{median(rates[mode]):.0f}", " ".join(f"{x:.0f}" for x in rates[mode]),
                      "" if mode == "plain" else f"{cost:+.1%}",
-                     "" if mode == "plain" else f"{boot[50]:+.1%} .. {boot[1949]:+.1%}"])
+                     "" if mode == "plain" else f"{low:+.1%} .. {high:+.1%}"])
     print(f"Throughput, median of {rounds} interleaved rounds of {seconds:g} s; the cost is the median over "
           "rounds of plain / profiled - 1 within each round, with its 95% bootstrap interval:\n")
     table(["run", "requests/s", "rounds", "cost", "95% interval"], rows)

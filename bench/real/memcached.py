@@ -85,28 +85,22 @@ def main():
         "off removed": {**full, "COZ_INJECT_OFF": "0"},
     }
 
-    if args.overhead:
-        def serve_and_load(wrapper, seconds):
-            server = serve(binary, full, wrapper=wrapper)
-            try:
-                return load_rate(load, seconds)
-            finally:
-                server.stop()
+    def rate_under(env, seconds, wrapper=()):
+        server = serve(binary, env, wrapper=wrapper)
+        try:
+            return load_rate(load, seconds)
+        finally:
+            server.stop()
 
+    if args.overhead:
+        serve_and_load = lambda wrapper, seconds: rate_under(full, seconds, wrapper)
         print(f"## memcached 1.6.18, `-t 2`, {CONNECTIONS} connections, 9 gets in 10: what profiling costs\n")
         common.print_overhead(args.work, "memcached", args.rounds, args.truth_seconds, serve_and_load)
         return 0
 
     log(f"truth: {args.rounds} interleaved rounds of {args.truth_seconds} s per variant")
 
-    def measure(name):
-        server = serve(binary, variants[name])
-        try:
-            return load_rate(load, args.truth_seconds)
-        finally:
-            server.stop()
-
-    rates = common.interleaved(list(variants), args.rounds, measure)
+    rates = common.interleaved(list(variants), args.rounds, lambda name: rate_under(variants[name], args.truth_seconds))
     rate = {v: common.median(r) for v, r in rates.items()}
 
     def profile_once(path, *options):

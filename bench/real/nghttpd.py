@@ -78,28 +78,22 @@ def main():
     variants = {"full": full, "respond halved": {"COZ_INJECT_RESPOND": str(args.respond_iters // 2)},
                 "respond removed": {"COZ_INJECT_RESPOND": "0"}}
 
-    if args.overhead:
-        def serve_and_load(wrapper, seconds):
-            server = serve(nghttpd, docroot, full, wrapper=wrapper)
-            try:
-                return load_rate(h2load, seconds)
-            finally:
-                server.stop()
+    def rate_under(env, seconds, wrapper=()):
+        server = serve(nghttpd, docroot, env, wrapper=wrapper)
+        try:
+            return load_rate(h2load, seconds)
+        finally:
+            server.stop()
 
+    if args.overhead:
+        serve_and_load = lambda wrapper, seconds: rate_under(full, seconds, wrapper)
         print("## nghttpd 1.52.0, `-n 2`, h2load `-c 4 -m 10`: what profiling costs\n")
         common.print_overhead(args.work, "nghttpd", args.rounds, args.truth_seconds, serve_and_load)
         return 0
 
     log(f"truth: {args.rounds} interleaved rounds of {args.truth_seconds} s per variant")
 
-    def measure(name):
-        server = serve(nghttpd, docroot, variants[name])
-        try:
-            return load_rate(h2load, args.truth_seconds)
-        finally:
-            server.stop()
-
-    rates = common.interleaved(list(variants), args.rounds, measure)
+    rates = common.interleaved(list(variants), args.rounds, lambda name: rate_under(variants[name], args.truth_seconds))
     rate = {v: common.median(r) for v, r in rates.items()}
 
     def profile(path, *options, system=args.system):
