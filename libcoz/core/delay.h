@@ -45,6 +45,7 @@ struct ThreadLedger {
   uint64_t pre_wait_ns = 0;              // when that wait began
   std::atomic<bool> busy{false};         // inside ledger code: the signal handler must not pay now
   std::atomic<bool> blocked{false};      // between pre_block and post_block: its debt may be skipped
+  std::atomic<uint64_t> sleeps{0};       // payments that slept: switches of the profiler's, not the program's
 };
 
 class DelayLedger {

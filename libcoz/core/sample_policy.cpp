@@ -53,10 +53,17 @@ uint64_t cpu_ring_drain_interval_ns(uint64_t kernel_period_ns, const Memory& mem
   return kernel_period_ns * periods_per_drain(cpu_ring_data_pages(memory, cpus), memory);
 }
 
-bool prefers_cpu_timer(uint64_t switches, uint64_t cpu_ns, uint64_t rate) {
-  if (rate == 0 || cpu_ns < switch_check_min_cpu_ns) return false;
+bool prefers_cpu_timer(const SwitchStretch& stretch, uint64_t rate) {
+  if (rate == 0 || stretch.cpu_ns < switch_check_min_cpu_ns) return false;
+  auto minus = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };  // never below 0
+  const uint64_t switches = minus(stretch.switches, stretch.delay_sleeps);
+  const uint64_t voluntary = minus(stretch.voluntary, stretch.delay_sleeps);
+  // A lock's hand-offs: a waiter woken as the mutex is released often finds
+  // it taken again by a thread that was running, and sleeps again
+  // (lock_contention's workers: 2-3 voluntary switches per wait).
+  if (stretch.lock_waits > 0 && stretch.lock_waits * 4 >= voluntary) return false;
   // switches / (cpu_ns / 1e9) > rate, without overflow for any count a thread reaches.
-  return static_cast<double>(switches) * 1e9 > static_cast<double>(rate) * static_cast<double>(cpu_ns);
+  return static_cast<double>(switches) * 1e9 > static_cast<double>(rate) * static_cast<double>(stretch.cpu_ns);
 }
 
 uint64_t cpu_ring_experiment_drain_interval_ns(uint64_t kernel_period_ns) {

@@ -109,24 +109,44 @@ uint64_t cpu_ring_experiment_drain_interval_ns(uint64_t kernel_period_ns);
 /// this many of its samples (a getrusage in the handler: ~1 us per 32 ms).
 constexpr uint32_t switch_check_samples = 32;
 
-/// Whether a thread that switched `switches` times in `cpu_ns` of its CPU
-/// time should trade its trap event for a CPU-time timer. The kernel
-/// schedules a thread's perf_event out and in at every switch, its timer
-/// cancelled and restarted, and in a virtual machine each costs ~2 us: on
-/// memcached under load (~30,000 switches per CPU-second in its workers)
-/// the traps cost 12-25% of the throughput, CPU-time timers ~4%. A timer is
-/// checked on the scheduler's tick: nothing at a switch, but a sample only
-/// every tick (4 ms at HZ=250), which reads low on threads that live or
-/// hold locks for less than a few ticks (timer_sampling_caveat) and is
-/// right on long-lived servers' threads (memcached's get line at 50%, its
-/// workers on timers: +14.5% to +15.3% against +12.1% real, traps +17.5%
-/// to +19.0%, per process). Above `rate` switches per second of CPU time
-/// (0: never) the event costs the thread ~3% or more of it; the bench
-/// programs switch 900 to 10,400 times per CPU-second, and keep their traps
-/// but for three threads that block often on little CPU time (fork_join's
-/// main, eventfd_pool's dispatcher, one of sync_pipeline's). Never on less
-/// than switch_check_min_cpu_ns: a short stretch says little.
-bool prefers_cpu_timer(uint64_t switches, uint64_t cpu_ns, uint64_t rate);
+/// What a thread did between two looks at it (ThreadState): its context
+/// switches, the voluntary ones among them, how many of those were waits
+/// for a mutex another thread held, and how many were the runtime's own
+/// sleeps paying a delay, in `cpu_ns` of its CPU time.
+struct SwitchStretch {
+  uint64_t switches = 0;
+  uint64_t voluntary = 0;
+  uint64_t lock_waits = 0;
+  uint64_t delay_sleeps = 0;
+  uint64_t cpu_ns = 0;
+};
+
+/// Whether a thread should trade its trap event for a CPU-time timer, from
+/// what its program made it do in `stretch` (the delay sleeps are the
+/// profiler's, not the program's: during an experiment they would count).
+///
+/// The kernel schedules a thread's perf_event out and in at every switch,
+/// its timer cancelled and restarted, and in a virtual machine a restart
+/// before the next tick reprograms the local timer (an exit to the
+/// hypervisor): two threads passing a byte through pipes on one core took
+/// 6.2 us a turn plain, 9.4 us with a trap event at 100 ms, 15.5 us at 1 ms,
+/// so ~4.5 us a switch at the default period. memcached's workers under
+/// load switch ~30,000 times per CPU-second: the traps cost its throughput
+/// 12-25%, CPU-time timers ~4%.
+///
+/// A timer is checked on the scheduler's tick: nothing at a switch, but a
+/// sample only at a tick (4 ms at HZ=250), crediting several periods'
+/// delays at once. That reads low wherever the line runs for less than a
+/// tick between hand-offs to other threads of the program: eventfd_pool's
+/// workers (0.6 ms tasks, 4,000-15,000 switches per CPU-second) read +37.4%
+/// on timers, +47.7% on traps, for +48.8% real; lock_contention's 0.75 ms
+/// holds +35.5% for ~50%. It is right where the work comes from outside
+/// (memcached's get line at 50%, its workers on timers: +14.5% to +15.3%
+/// against +12.1% real, traps +17.5% to +19.0%, per process). Hence a rate
+/// (`rate`, 0: never) above the pools' and below the servers'; and a thread
+/// whose switches are mostly a lock's hand-offs keeps its event at any rate.
+/// Never on less than switch_check_min_cpu_ns: a short stretch says little.
+bool prefers_cpu_timer(const SwitchStretch& stretch, uint64_t rate);
 
 /// The least CPU time a look at a thread's switches covers; a look that
 /// comes sooner (32 samples at a period shortened for an experiment) waits

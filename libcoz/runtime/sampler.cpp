@@ -416,17 +416,28 @@ void check_switch_rate(const Runtime& rt, ThreadState& t) {
   auto us = [](const timeval& tv) {
     return static_cast<uint64_t>(tv.tv_sec) * 1'000'000u + static_cast<uint64_t>(tv.tv_usec);
   };
-  const uint64_t switches = static_cast<uint64_t>(usage.ru_nvcsw + usage.ru_nivcsw);
-  const uint64_t cpu_ns = (us(usage.ru_utime) + us(usage.ru_stime)) * 1000;
+  const sample_policy::SwitchStretch now{
+      .switches = static_cast<uint64_t>(usage.ru_nvcsw + usage.ru_nivcsw),
+      .voluntary = static_cast<uint64_t>(usage.ru_nvcsw),
+      .lock_waits = t.lock_waits.load(std::memory_order_relaxed),
+      .delay_sleeps = t.ledger.sleeps.load(std::memory_order_relaxed),
+      .cpu_ns = (us(usage.ru_utime) + us(usage.ru_stime)) * 1000,
+  };
+  const sample_policy::SwitchStretch& then = t.at_switch_check;
   // At a period shortened for an experiment, 32 samples may be too short a
   // stretch (16 ms at 0.5 ms): the next look covers more.
-  if (cpu_ns - t.cpu_ns_at_check < sample_policy::switch_check_min_cpu_ns) return;
-  if (sample_policy::prefers_cpu_timer(switches - t.switches_at_check, cpu_ns - t.cpu_ns_at_check,
-                                       rt.config.timer_switch_rate)) {
+  if (now.cpu_ns - then.cpu_ns < sample_policy::switch_check_min_cpu_ns) return;
+  const sample_policy::SwitchStretch stretch{
+      .switches = now.switches - then.switches,
+      .voluntary = now.voluntary - then.voluntary,
+      .lock_waits = now.lock_waits - then.lock_waits,
+      .delay_sleeps = now.delay_sleeps - then.delay_sleeps,
+      .cpu_ns = now.cpu_ns - then.cpu_ns,
+  };
+  if (sample_policy::prefers_cpu_timer(stretch, rt.config.timer_switch_rate)) {
     t.timer_wanted.store(true, std::memory_order_relaxed);
   }
-  t.switches_at_check = switches;
-  t.cpu_ns_at_check = cpu_ns;
+  t.at_switch_check = now;
 }
 
 /// A sample of a sampler without a ring (trap_sampler_attr): taken where
@@ -1427,10 +1438,11 @@ void forget_inherited_sampler(ThreadState& t) {
   t.signal_blocked.store(false, std::memory_order_relaxed);  // the new sampler signals until seen otherwise
   g_signal_blocked_threads.store(0, std::memory_order_relaxed);
   t.kernel_event_id = 0;
-  // The child's switches and CPU time count from zero (check_switch_rate).
+  // The child's switches and CPU time count from zero (check_switch_rate);
+  // its lock waits and delay sleeps go on from its parent's.
   t.samples_since_switch_check = 0;
-  t.switches_at_check = 0;
-  t.cpu_ns_at_check = 0;
+  t.at_switch_check = {.lock_waits = t.lock_waits.load(std::memory_order_relaxed),
+                       .delay_sleeps = t.ledger.sleeps.load(std::memory_order_relaxed)};
   t.timer_wanted.store(false, std::memory_order_relaxed);
   if (t.perf_fd < 0) return;
   t.ring.unmap();  // the kernel-time sampler's descriptor was closed when it started

@@ -173,7 +173,9 @@ void thread_pre_lock_wait(uint64_t now_ns) {
 void thread_post_lock_wait(uint64_t now_ns) {
   ThreadState* t = tls_thread;
   Runtime* rt = runtime();
-  if (t && rt) rt->ledger.post_lock_wait(t->ledger, now_ns);
+  if (!t || !rt) return;
+  rt->ledger.post_lock_wait(t->ledger, now_ns);
+  t->lock_waits.store(t->lock_waits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 namespace {

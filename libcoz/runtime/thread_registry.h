@@ -16,6 +16,7 @@
 #include "config.h"
 #include "perf_ring.h"
 #include "profiler_loop.h"
+#include "sample_policy.h"
 #include "unwinder.h"
 #include "futex_lock.h"
 
@@ -49,13 +50,15 @@ struct ThreadState {
   std::atomic<bool> trap_mode{false};
   int parked_trap_fd = -1;
   // How often a thread in trap mode switches (sample_policy::prefers_cpu_timer):
-  // its samples since the last look, and its switches and CPU time (ns)
-  // then. The handler sets timer_wanted; the thread trades its trap event for
-  // a CPU-time timer as its next wait ends (move_current_thread_to_timer_if_wanted), outside
-  // any signal handler.
+  // its samples since the last look, and its counts then. The handler sets
+  // timer_wanted; the thread trades its trap event for a CPU-time timer as
+  // its next wait ends (move_current_thread_to_timer_if_wanted), outside any
+  // signal handler.
   uint32_t samples_since_switch_check = 0;
-  uint64_t switches_at_check = 0;
-  uint64_t cpu_ns_at_check = 0;
+  sample_policy::SwitchStretch at_switch_check;  // the counts since the thread began
+  // Waits for a mutex another thread held (thread_post_lock_wait). Written by
+  // the thread, read by its own sample handler: atomic, never a locked RMW.
+  std::atomic<uint64_t> lock_waits{0};
   std::atomic<bool> timer_wanted{false};
   // When the trap handler last returned (monotonic ns): a trap that
   // arrives late right after it was raised while the handler ran

@@ -90,21 +90,52 @@ TEST(SamplePolicy, CpuRingsAreDrainedAtTheirPeriodDuringExperiments) {
   EXPECT_EQ(cpu_ring_experiment_drain_interval_ns(100 * us), min_unsignalled_drain_ns);
 }
 
+namespace {
+/// `switches` voluntary switches in 32 ms of CPU time, `lock_waits` of them
+/// a mutex's hand-offs and `delay_sleeps` the runtime's.
+bool prefers(uint64_t switches, uint64_t lock_waits = 0, uint64_t delay_sleeps = 0, uint64_t cpu_ns = 32 * ms,
+             uint64_t rate = 15'000) {
+  return prefers_cpu_timer(SwitchStretch{.switches = switches, .voluntary = switches, .lock_waits = lock_waits,
+                                         .delay_sleeps = delay_sleeps, .cpu_ns = cpu_ns},
+                           rate);
+}
+}  // namespace
+
 TEST(SamplePolicy, ThreadsThatSwitchOftenPreferCpuTimers) {
-  constexpr uint64_t rate = 15'000;
   // memcached's workers under load: ~30,000 switches per second of CPU time.
-  EXPECT_TRUE(prefers_cpu_timer(960, 32 * ms, rate));
-  // The bench programs: 900 to 10,400.
-  EXPECT_FALSE(prefers_cpu_timer(333, 32 * ms, rate));
-  EXPECT_FALSE(prefers_cpu_timer(29, 32 * ms, rate));
+  EXPECT_TRUE(prefers(960));
+  // The bench programs: 900 to 10,400; nghttpd's event loops 3,400-5,200.
+  EXPECT_FALSE(prefers(333));
+  EXPECT_FALSE(prefers(29));
   // At the threshold itself, not above it.
-  EXPECT_FALSE(prefers_cpu_timer(480, 32 * ms, rate));
-  EXPECT_TRUE(prefers_cpu_timer(481, 32 * ms, rate));
+  EXPECT_FALSE(prefers(480));
+  EXPECT_TRUE(prefers(481));
+  // Involuntary switches cost the event as much: they count.
+  EXPECT_TRUE(prefers_cpu_timer(SwitchStretch{.switches = 960, .voluntary = 0, .cpu_ns = 32 * ms}, 15'000));
   // Too little CPU time to tell; and never where the rate is 0.
-  EXPECT_FALSE(prefers_cpu_timer(1'000, 10 * ms, rate));
-  EXPECT_FALSE(prefers_cpu_timer(1'000'000, 32 * ms, 0));
+  EXPECT_FALSE(prefers(1'000, 0, 0, 10 * ms));
+  EXPECT_FALSE(prefers(1'000'000, 0, 0, 32 * ms, 0));
   // No overflow at a long-lived thread's counts.
-  EXPECT_TRUE(prefers_cpu_timer(uint64_t{1} << 40, uint64_t{1} << 50, 1));
+  EXPECT_TRUE(prefers(uint64_t{1} << 40, 0, 0, uint64_t{1} << 50, 1));
+}
+
+TEST(SamplePolicy, TheProgramsOwnSwitchesDecideNotTheRuntimes) {
+  // Switches that are a contended mutex's hand-offs keep the event, however
+  // many: its lock holds are shorter than the timer's tick. A waiter may
+  // sleep several times per wait (lock_contention: 2-3), so a quarter of
+  // the voluntary switches is enough to tell.
+  EXPECT_FALSE(prefers(960, 240));
+  EXPECT_FALSE(prefers(960, 900));
+  EXPECT_TRUE(prefers(960, 239));
+  // The runtime's sleeps paying a delay are not the program's switches:
+  // 300 of the program's own (9,400 per CPU-second) stay on the event...
+  EXPECT_FALSE(prefers(900, 0, 600));
+  EXPECT_TRUE(prefers(1'200, 0, 600));
+  // ...and a lock's share is of the program's voluntary switches.
+  EXPECT_FALSE(prefers(1'200, 150, 600));
+  EXPECT_TRUE(prefers(1'200, 149, 600));
+  // More sleeps than switches counted (a sleep too short to block): none left.
+  EXPECT_FALSE(prefers(100, 0, 600));
 }
 
 TEST(SamplePolicy, KernelTimeIsSampledAtAMultipleOfTheUnsignalledPeriod) {
