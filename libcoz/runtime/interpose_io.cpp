@@ -69,16 +69,18 @@ class ReadySet {
   void add(int fd) {
     if (count_ < max_channels && fd >= 0) fds_[count_++] = fd;
   }
+  /// Whether `record` made one of them ready (to read: room to write is no one's hand-off).
+  bool reached_by(const WakeRecord& record) {
+    if (record.kind == WakeKind::Read) return false;
+    for (int i = 0; i < count_; ++i) {
+      if (!channels_[i]) channels_[i].emplace(fds_[i]);
+      if (channels_[i]->reached_by(record)) return true;
+    }
+    return false;
+  }
   void done(KernelWait& wait) {
     if (count_ == 0) return wait.done_from_outside();
-    wait.done([&](const WakeRecord& record) {
-      if (record.kind == WakeKind::Read) return false;  // readiness to read, not room to write
-      for (int i = 0; i < count_; ++i) {
-        if (!channels_[i]) channels_[i].emplace(fds_[i]);
-        if (channels_[i]->reached_by(record)) return true;
-      }
-      return false;
-    });
+    wait.done([&](const WakeRecord& record) { return reached_by(record); });
   }
 
  private:
@@ -87,13 +89,22 @@ class ReadySet {
   int count_ = 0;
 };
 
+/// epoll_wait's: which descriptor each event stands for is looked up in the
+/// registry (under its lock, which every thread's epoll_wait shares) only
+/// when the wait must be decided: an event loop on every request otherwise.
 void done_on_events(KernelWait& wait, int epfd, const epoll_event* events, int n) {
-  ReadySet ready;
-  for (int i = 0; i < n; ++i) {
-    int fd = coz::epoll_descriptor(epfd, events[i].data.u64);
-    ready.add(fd >= 0 ? fd : events[i].data.fd);  // unregistered through us: libevent and libuv keep the fd there
-  }
-  ready.done(wait);
+  if (n <= 0) return wait.done_from_outside();
+  std::optional<ReadySet> ready;
+  wait.done([&](const WakeRecord& record) {
+    if (!ready) {
+      ready.emplace();
+      for (int i = 0; i < n; ++i) {
+        int fd = coz::epoll_descriptor(epfd, events[i].data.u64);
+        ready->add(fd >= 0 ? fd : events[i].data.fd);  // unregistered through us: libevent and libuv keep the fd there
+      }
+    }
+    return ready->reached_by(record);
+  });
 }
 
 void done_on_pollfds(KernelWait& wait, const pollfd* fds, nfds_t n, int ready_count) {
