@@ -6,12 +6,15 @@
 //   eventfd   eventfd_write 1, eventfd_read it back
 //   file_write write 64 bytes to a regular file (rewound every 4,096 writes)
 //   file_read read 64 bytes from a regular file (rewound likewise)
+//   epoll     epoll_wait on one descriptor that is always ready (an event
+//             loop's turn when work is waiting)
 //
 // The loops are the lines a --fixed-line run selects (@line:pipe_loop), so
 // that during an experiment the thread credits itself and never pauses:
 // what is measured is the wrapper, not the delays.
 // Usage: io_calls [-n CALLS]; default 400,000 per kind.
 #include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,5 +75,15 @@ int main(int argc, char** argv) {
   start = now_ns();
   for (uint64_t i = 0; i < n; ++i) { if (i % 4096 == 0) lseek(fd, 0, SEEK_SET); check(read(fd, buf, sizeof buf) == sizeof buf, "read"); } // @line:file_read_loop
   report("file_read", start, n);
+
+  check(write(p[1], &byte, 1) == 1, "pipe");  // ready to read from now on (level-triggered)
+  int ep = epoll_create1(0);
+  epoll_event ready = {};
+  ready.events = EPOLLIN;
+  ready.data.u64 = 42;
+  check(ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ready) == 0, "epoll");
+  start = now_ns();
+  for (uint64_t i = 0; i < n; ++i) check(epoll_wait(ep, &ready, 1, 0) == 1, "epoll_wait"); // @line:epoll_loop
+  report("epoll", start, n);
   return 0;
 }
