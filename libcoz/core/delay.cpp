@@ -6,10 +6,14 @@ namespace coz {
 namespace {
 
 /// Marks the thread as inside ledger code for the scope, so its signal
-/// handler does not pay concurrently (which would pay twice).
+/// handler does not pay concurrently (which would pay twice). Only the
+/// thread and its own handler touch the flag, and a handler leaves it as it
+/// found it: a load and a store, not an exchange (a locked instruction, on
+/// every wait's way in and out).
 class BusyScope {
  public:
-  explicit BusyScope(ThreadLedger& t) : t_(t), was_busy_(t.busy.exchange(true, std::memory_order_relaxed)) {
+  explicit BusyScope(ThreadLedger& t) : t_(t), was_busy_(t.busy.load(std::memory_order_relaxed)) {
+    t.busy.store(true, std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_seq_cst);
   }
   ~BusyScope() {
@@ -70,8 +74,11 @@ bool DelayLedger::settled(const ThreadLedger& t) const {
 }
 
 uint64_t DelayLedger::pay(ThreadLedger& t) {
-  // Every sample, unlock, wake-up and thread exit comes here, and almost
-  // always owes nothing: no busy scope (an atomic exchange) for that.
+  // Every sample, unlock, wait and thread exit comes here, and almost
+  // always owes nothing: no busy scope for that. (owed() also raises the
+  // thread's count to what was forgiven, which pre_block notes: a shortcut
+  // on delays_outstanding() alone left it behind, and a waiter woken by
+  // another thread paid what it should have skipped: WakeTest.)
   if (owed(t) == 0) return 0;
   BusyScope busy(t);
   uint64_t due = owed(t);
