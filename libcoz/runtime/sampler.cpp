@@ -395,6 +395,15 @@ bool trap_in_syscall(const Runtime& rt, UnwindRegisters& regs) {
   return in_syscall;
 }
 
+/// Where a live sample (a trap's, or a timer's for a thread that left its
+/// trap event) landed: where the traps take the kernel's time, the kernel
+/// raises both as the thread returns to user mode, so one taken in a system
+/// call lands just after it (trap_in_syscall, which notes it in `regs`).
+SampleSource live_sample_source(const Runtime& rt, UnwindRegisters& regs) {
+  const bool in_syscall = g_trap_kernel.load(std::memory_order_relaxed) && trap_in_syscall(rt, regs);
+  return in_syscall ? SampleSource::TrapInSyscall : SampleSource::UserTime;
+}
+
 /// Once per sample_policy::switch_check_samples samples of a thread in trap
 /// mode: whether it switches too often for its event (prefers_cpu_timer).
 /// The thread trades the event for a CPU-time timer as its next wait ends
@@ -463,8 +472,8 @@ void handle_trap(Runtime& rt, ThreadState& t, siginfo_t* info, void* context) {
   settle_period(rt, t);
   UnwindRegisters regs = registers_of(context);
   if (!handlers_own) {
-    const bool in_syscall = g_trap_kernel.load(std::memory_order_relaxed) && trap_in_syscall(rt, regs);
-    handle_live_sample(rt, t, regs, in_syscall ? SampleSource::TrapInSyscall : SampleSource::UserTime);
+    const SampleSource source = live_sample_source(rt, regs);  // notes regs.after_syscall first
+    handle_live_sample(rt, t, regs, source);
     check_switch_rate(rt, t);
   }
   rt.ledger.pay_from_signal(t.ledger);
@@ -485,13 +494,9 @@ void on_sample_signal(int sig, siginfo_t* info, void* context) {
     // None for a thread whose sampler has stopped: a trap already on its way.
     if (rt && t && t->trap_mode.load(std::memory_order_acquire)) handle_trap(*rt, *t, info, context);
   } else if (rt && t && t->timer_mode) {
-    // A thread moved off its trap event (move_to_timer) samples the kernel's
-    // time as the traps did: the timer's expiry runs as the thread returns
-    // to user mode, so a sample taken in a system call lands just after it.
     UnwindRegisters regs = registers_of(context);
-    const bool in_syscall = g_trap_kernel.load(std::memory_order_relaxed) && trap_in_syscall(*rt, regs);
-    handle_live_sample(*rt, *t, regs, in_syscall ? SampleSource::TrapInSyscall : SampleSource::UserTime,
-                       timer_periods(info));
+    const SampleSource source = live_sample_source(*rt, regs);  // notes regs.after_syscall first
+    handle_live_sample(*rt, *t, regs, source, timer_periods(info));
     rt->ledger.pay_from_signal(t->ledger);
   } else if (rt && t) {
     t->in_sample_handler.store(true, std::memory_order_relaxed);  // for watch_signal_delivery
@@ -1005,10 +1010,7 @@ void move_to_timer(ThreadState& t) {
   t.timer_wanted.store(false, std::memory_order_relaxed);
   Runtime* rt = runtime();
   if (!rt || t.timer_mode || !t.trap_mode.load(std::memory_order_acquire)) return;
-  // As stop_sampling: a trap still on its way finds trap_mode off.
-  t.trap_mode.store(false, std::memory_order_release);
-  descriptors::close_own(t.perf_fd);
-  t.perf_fd = -1;
+  stop_sampling(t);  // a trap event: closed, and a trap still on its way finds trap_mode off
   if (start_timer_sampling(t, rt->config)) rt->stats.threads_on_timers.fetch_add(1, std::memory_order_relaxed);
 }
 

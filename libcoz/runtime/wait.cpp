@@ -66,12 +66,8 @@ void KernelWait::finish(bool woken_by_program) {
   if (!thread_) return;
   if (start_ != 0) record_blocked(kind_, sys::monotonic_ns() - start_, caller_);
   rt_->ledger.post_block(thread_->ledger, woken_by_program);
-  if (thread_->timer_wanted.load(std::memory_order_relaxed)) {
-    RuntimeSection section;
-    int saved = errno;
-    move_current_thread_to_timer_if_wanted();
-    errno = saved;
-  }
+  // Inside done()'s runtime section, which keeps errno.
+  if (thread_->timer_wanted.load(std::memory_order_relaxed)) move_current_thread_to_timer_if_wanted();
 }
 
 void catch_up_if_owed() {
