@@ -76,6 +76,7 @@ Config Config::from_environment(std::vector<std::string>& errors) {
   read_number<uint64_t>("COZ_TARGET_VISITS", c.target_visits, 1, 1'000'000, errors);
   read_number("COZ_DELAY_SAMPLING_RATE", c.delay_sampling_rate, 1u, 8u, errors);
   read_number<uint64_t>("COZ_TIMER_SWITCH_RATE", c.timer_switch_rate, 0, 100'000'000, errors);
+  read_number<uint64_t>("COZ_TIMER_SWITCH_RATE_OUTSIDE", c.timer_switch_rate_outside, 0, 100'000'000, errors);
   if (c.experiment_max_ns < c.experiment_min_ns) c.experiment_max_ns = c.experiment_min_ns;
   return c;
 }

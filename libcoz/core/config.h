@@ -62,9 +62,12 @@ struct Config {
   static constexpr unsigned stack_sample_bytes = 4096;
   unsigned delay_sampling_rate = 2;       // samples per sample period while an experiment inserts delays (see Profiler::begin)
   /// Context switches per second of a thread's CPU time above which the
-  /// thread trades its trap event for a CPU-time timer (0: never); see
-  /// sample_policy::prefers_cpu_timer and docs/lifecycle.md.
+  /// thread trades its trap event for a CPU-time timer (0: never, whatever
+  /// woke it); see sample_policy::switch_verdict and docs/lifecycle.md.
   uint64_t timer_switch_rate = 15'000;
+  /// The same for a thread whose waits mostly only the outside could end
+  /// (0: only above timer_switch_rate).
+  uint64_t timer_switch_rate_outside = 2'000;
 
   /// Every experiment is a 0% baseline (--fixed-speedup 0): no delay is ever inserted.
   bool only_baselines() const { return fixed_speedup_percent == 0; }

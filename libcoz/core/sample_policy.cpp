@@ -53,17 +53,24 @@ uint64_t cpu_ring_drain_interval_ns(uint64_t kernel_period_ns, const Memory& mem
   return kernel_period_ns * periods_per_drain(cpu_ring_data_pages(memory, cpus), memory);
 }
 
-bool prefers_cpu_timer(const SwitchStretch& stretch, uint64_t rate) {
-  if (rate == 0 || stretch.cpu_ns < switch_check_min_cpu_ns) return false;
+SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates) {
+  if (stretch.cpu_ns < switch_check_min_cpu_ns) return SwitchVerdict::KeepEvent;
   auto minus = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };  // never below 0
   const uint64_t switches = minus(stretch.switches, stretch.delay_sleeps);
   const uint64_t voluntary = minus(stretch.voluntary, stretch.delay_sleeps);
   // A lock's hand-offs: a waiter woken as the mutex is released often finds
   // it taken again by a thread that was running, and sleeps again
   // (lock_contention's workers: 2-3 voluntary switches per wait).
-  if (stretch.lock_waits > 0 && stretch.lock_waits * 4 >= voluntary) return false;
+  if (stretch.lock_waits > 0 && stretch.lock_waits * 4 >= voluntary) return SwitchVerdict::KeepEvent;
   // switches / (cpu_ns / 1e9) > rate, without overflow for any count a thread reaches.
-  return static_cast<double>(switches) * 1e9 > static_cast<double>(rate) * static_cast<double>(stretch.cpu_ns);
+  auto above = [&](uint64_t rate) {
+    return rate != 0 && static_cast<double>(switches) * 1e9 > static_cast<double>(rate) * static_cast<double>(stretch.cpu_ns);
+  };
+  if (above(rates.any)) return SwitchVerdict::MoveToTimer;
+  if (!above(rates.outside)) return SwitchVerdict::KeepEvent;
+  const bool mostly_outside = stretch.outside_waits > 0 && stretch.outside_waits * 2 >= voluntary &&
+                              stretch.outside_waits >= 3 * (stretch.program_waits + stretch.lock_waits);
+  return mostly_outside ? SwitchVerdict::MoveToTimer : SwitchVerdict::SortWaits;
 }
 
 uint64_t cpu_ring_experiment_drain_interval_ns(uint64_t kernel_period_ns) {

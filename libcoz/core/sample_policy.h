@@ -112,13 +112,42 @@ constexpr uint32_t switch_check_samples = 32;
 /// What a thread did between two looks at it (ThreadState): its context
 /// switches, the voluntary ones among them, how many of those were waits
 /// for a mutex another thread held, and how many were the runtime's own
-/// sleeps paying a delay, in `cpu_ns` of its CPU time.
+/// sleeps paying a delay, in `cpu_ns` of its CPU time. While it sorts its
+/// waits (SwitchVerdict::SortWaits), also how many of the waits it blocked
+/// in only something outside the program could end (wake_origin.h: a TCP
+/// client of a server, a terminal), and how many a thread of the program
+/// could (a pipe, an eventfd, a condition variable).
 struct SwitchStretch {
   uint64_t switches = 0;
   uint64_t voluntary = 0;
   uint64_t lock_waits = 0;
   uint64_t delay_sleeps = 0;
+  uint64_t outside_waits = 0;
+  uint64_t program_waits = 0;
   uint64_t cpu_ns = 0;
+};
+
+/// A wait that lasted less did not block (the call returned at once, a
+/// switch and a wake-up take longer): a thread sorting its waits does not
+/// count it.
+constexpr uint64_t blocked_wait_min_ns = 5'000;
+
+/// Context switches per second of CPU time above which a thread trades its
+/// trap event for a CPU-time timer (0: never): `any` whatever woke it,
+/// `outside` when mostly something outside the program did.
+struct SwitchRates {
+  uint64_t any = 0;
+  uint64_t outside = 0;
+};
+
+/// What a look at a thread's switches decides (switch_verdict).
+enum class SwitchVerdict {
+  KeepEvent,
+  /// Above the `outside` rate, but who ends its waits is not known yet: the
+  /// thread sorts the waits it blocks in by who could end them until the
+  /// next look (a descriptor's kind, looked up once: ~0.1-0.2 us a wait).
+  SortWaits,
+  MoveToTimer,
 };
 
 /// Whether a thread should trade its trap event for a CPU-time timer, from
@@ -132,7 +161,8 @@ struct SwitchStretch {
 /// 6.2 us a turn plain, 9.4 us with a trap event at 100 ms, 15.5 us at 1 ms,
 /// so ~4.5 us a switch at the default period. memcached's workers under
 /// load switch ~30,000 times per CPU-second: the traps cost its throughput
-/// 12-25%, CPU-time timers ~4%.
+/// 12-25%, CPU-time timers ~4%. nghttpd's event loops switch 3,400-5,200
+/// times: +5.5% on traps, +0.9% on timers.
 ///
 /// A timer is checked on the scheduler's tick: nothing at a switch, but a
 /// sample only at a tick (4 ms at HZ=250), crediting several periods'
@@ -142,11 +172,16 @@ struct SwitchStretch {
 /// on timers, +47.7% on traps, for +48.8% real; lock_contention's 0.75 ms
 /// holds +35.5% for ~50%. It is right where the work comes from outside
 /// (memcached's get line at 50%, its workers on timers: +14.5% to +15.3%
-/// against +12.1% real, traps +17.5% to +19.0%, per process). Hence a rate
-/// (`rate`, 0: never) above the pools' and below the servers'; and a thread
-/// whose switches are mostly a lock's hand-offs keeps its event at any rate.
-/// Never on less than switch_check_min_cpu_ns: a short stretch says little.
-bool prefers_cpu_timer(const SwitchStretch& stretch, uint64_t rate);
+/// against +12.1% real, traps +17.5% to +19.0%, per process): no thread of
+/// the program waits on the delays a sample credits late. Hence two rates:
+/// `rates.any`, above the pools' and below the servers', whoever wakes the
+/// thread; and `rates.outside`, below the event loops', for a thread that
+/// sorted its waits and found at least half of its voluntary switches, and
+/// three times as many as the program's, were waits only the outside could
+/// end. A thread whose switches are mostly a lock's hand-offs keeps its
+/// event at any rate. Never on less than switch_check_min_cpu_ns: a short
+/// stretch says little.
+SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates);
 
 /// The least CPU time a look at a thread's switches covers; a look that
 /// comes sooner (32 samples at a period shortened for an experiment) waits

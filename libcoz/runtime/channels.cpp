@@ -13,6 +13,7 @@
 #include "futex_lock.h"
 #include "reentrancy.h"
 #include "sys.h"
+#include "wake_origin.h"
 
 namespace coz {
 namespace {
@@ -176,11 +177,13 @@ uint64_t channel_id(int fd) {
 void forget_channel(int fd) {
   g_channels.forget(fd);
   g_waited.forget(fd);
+  forget_wake_origin(fd);
 }
 
 void forget_channels(unsigned first, unsigned last) {
   g_channels.forget_range(first, last);
   g_waited.forget_range(first, last);
+  forget_wake_origins(first, last);
 }
 
 WaitedChannel::WaitedChannel(int fd) : fd_(fd) {

@@ -70,7 +70,8 @@ uint64_t channel_id(int fd);
 /// sockets. The connecting socket has no name yet: its wake comes before
 /// the call binds it. 0 for other families and unnamed addresses.
 uint64_t connect_target_id(const sockaddr* addr, socklen_t len);
-/// After `fd` was closed, replaced (dup2, dup3) or returned by accept.
+/// After `fd` was closed, replaced (dup2, dup3) or returned by accept; with
+/// what wake_origin.h learned of it.
 void forget_channel(int fd);
 /// After the descriptors from `first` to `last` (inclusive) were closed.
 void forget_channels(unsigned first, unsigned last);

@@ -29,6 +29,7 @@
 #include "real.h"
 #include "sys.h"
 #include "wait.h"
+#include "wake_origin.h"
 
 using coz::KernelWait;
 using coz::WaitedChannel;
@@ -43,6 +44,7 @@ namespace {
 /// Ends a wait on one descriptor for data (or a connection): claims a wake
 /// that reached it. Not another reader's read, which ends no such wait.
 void done_on(KernelWait& wait, int fd) {
+  wait.sort([fd] { return coz::woken_only_from_outside(fd); });
   wait.done([&, channel = std::optional<WaitedChannel>()](const WakeRecord& record) mutable {
     if (record.kind == WakeKind::Read) return false;
     if (!channel) channel.emplace(fd);  // looked up once, and only if there is a record to check
@@ -78,8 +80,16 @@ class ReadySet {
     }
     return false;
   }
+  /// Whether only the outside could have made them ready (wake_origin.h).
+  bool all_from_outside() const {
+    for (int i = 0; i < count_; ++i) {
+      if (!coz::woken_only_from_outside(fds_[i])) return false;
+    }
+    return count_ > 0;
+  }
   void done(KernelWait& wait) {
     if (count_ == 0) return wait.done_from_outside();
+    wait.sort([&] { return all_from_outside(); });
     wait.done([&](const WakeRecord& record) { return reached_by(record); });
   }
 
@@ -95,14 +105,21 @@ class ReadySet {
 void done_on_events(KernelWait& wait, int epfd, const epoll_event* events, int n) {
   if (n <= 0) return wait.done_from_outside();
   std::optional<ReadySet> ready;
-  wait.done([&](const WakeRecord& record) {
-    if (!ready) {
-      ready.emplace();
-      for (int i = 0; i < n; ++i) {
-        int fd = coz::epoll_descriptor(epfd, events[i].data.u64);
-        ready->add(fd >= 0 ? fd : events[i].data.fd);  // unregistered through us: libevent and libuv keep the fd there
-      }
+  auto look_up = [&] {
+    ready.emplace();
+    for (int i = 0; i < n; ++i) {
+      int fd = coz::epoll_descriptor(epfd, events[i].data.u64);
+      ready->add(fd >= 0 ? fd : events[i].data.fd);  // unregistered through us: libevent and libuv keep the fd there
     }
+  };
+  // Sorting is for a few threads that switch often, for a stretch: they
+  // look up every wait's descriptors.
+  wait.sort([&] {
+    look_up();
+    return ready->all_from_outside();
+  });
+  wait.done([&](const WakeRecord& record) {
+    if (!ready) look_up();
     return ready->reached_by(record);
   });
 }
@@ -416,10 +433,25 @@ int eventfd_write(int fd, eventfd_t value) {
   return functions().eventfd_write(fd, value);
 }
 
-/// Wakes a thread in accept: pay first, leave the credit.
+/// Wakes a thread in accept: pay first, leave the credit. After the call,
+/// the ports it joined are the program's (wake_origin.h).
 int connect(int fd, const struct sockaddr* addr, socklen_t addr_len) {
   coz::wake_through_connect(fd, addr, addr_len);
-  return functions().connect(fd, addr, addr_len);
+  int ret = functions().connect(fd, addr, addr_len);
+  if (ret == 0 || errno == EINPROGRESS) {
+    int saved = errno;
+    coz::note_connect(fd, addr, addr_len);
+    errno = saved;
+  }
+  return ret;
+}
+
+/// Its port is the program's (wake_origin.h): a client thread of the program
+/// connected to it is no outside.
+int listen(int fd, int backlog) {
+  int ret = functions().listen(fd, backlog);
+  if (ret == 0) coz::note_listen(fd);
+  return ret;
 }
 
 // ---- signals: woken by a signal that a thread of this process sent ---------------------

@@ -130,6 +130,7 @@ namespace coz::real {
   X(sendmmsg, true, nullptr)                                   \
   X(eventfd_write, true, nullptr)                              \
   X(connect, true, nullptr)                                    \
+  X(listen, true, nullptr)                                     \
   X(sigsuspend, true, nullptr)                                 \
   X(pause, true, nullptr)                                      \
   X(sigqueue, true, nullptr)                                   \

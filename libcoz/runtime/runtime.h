@@ -39,7 +39,7 @@ struct SamplingStats {
   /// also counts walks that found as many in-scope frames as a stack keeps.
   std::atomic<uint64_t> unwind_stops[5] = {};
   /// Threads that traded their trap event for a CPU-time timer (they switch
-  /// too often for the event, sample_policy::prefers_cpu_timer).
+  /// too often for the event, sample_policy::switch_verdict).
   std::atomic<uint64_t> threads_on_timers{0};
 
   /// Counted samples attributed to an in-scope line.

@@ -405,7 +405,8 @@ SampleSource live_sample_source(const Runtime& rt, UnwindRegisters& regs) {
 }
 
 /// Once per sample_policy::switch_check_samples samples of a thread in trap
-/// mode: whether it switches too often for its event (prefers_cpu_timer).
+/// mode: whether it switches too often for its event (switch_verdict), and
+/// whether it should sort its waits by who could end them until the next look.
 /// The thread trades the event for a CPU-time timer as its next wait ends
 /// (move_current_thread_to_timer_if_wanted): timer_create and a close
 /// under the thread list's lock do not belong in a signal handler.
@@ -430,6 +431,8 @@ void check_switch_rate(const Runtime& rt, ThreadState& t) {
       .voluntary = static_cast<uint64_t>(usage.ru_nvcsw),
       .lock_waits = t.lock_waits.load(std::memory_order_relaxed),
       .delay_sleeps = t.ledger.sleeps.load(std::memory_order_relaxed),
+      .outside_waits = t.outside_waits.load(std::memory_order_relaxed),
+      .program_waits = t.program_waits.load(std::memory_order_relaxed),
       .cpu_ns = (us(usage.ru_utime) + us(usage.ru_stime)) * 1000,
   };
   const sample_policy::SwitchStretch& then = t.at_switch_check;
@@ -441,11 +444,14 @@ void check_switch_rate(const Runtime& rt, ThreadState& t) {
       .voluntary = now.voluntary - then.voluntary,
       .lock_waits = now.lock_waits - then.lock_waits,
       .delay_sleeps = now.delay_sleeps - then.delay_sleeps,
+      .outside_waits = now.outside_waits - then.outside_waits,
+      .program_waits = now.program_waits - then.program_waits,
       .cpu_ns = now.cpu_ns - then.cpu_ns,
   };
-  if (sample_policy::prefers_cpu_timer(stretch, rt.config.timer_switch_rate)) {
-    t.timer_wanted.store(true, std::memory_order_relaxed);
-  }
+  const auto verdict = sample_policy::switch_verdict(
+      stretch, {.any = rt.config.timer_switch_rate, .outside = rt.config.timer_switch_rate_outside});
+  t.sorting_waits.store(verdict == sample_policy::SwitchVerdict::SortWaits, std::memory_order_relaxed);
+  if (verdict == sample_policy::SwitchVerdict::MoveToTimer) t.timer_wanted.store(true, std::memory_order_relaxed);
   t.at_switch_check = now;
 }
 
@@ -1441,11 +1447,14 @@ void forget_inherited_sampler(ThreadState& t) {
   g_signal_blocked_threads.store(0, std::memory_order_relaxed);
   t.kernel_event_id = 0;
   // The child's switches and CPU time count from zero (check_switch_rate);
-  // its lock waits and delay sleeps go on from its parent's.
+  // its lock waits, delay sleeps and sorted waits go on from its parent's.
   t.samples_since_switch_check = 0;
   t.at_switch_check = {.lock_waits = t.lock_waits.load(std::memory_order_relaxed),
-                       .delay_sleeps = t.ledger.sleeps.load(std::memory_order_relaxed)};
+                       .delay_sleeps = t.ledger.sleeps.load(std::memory_order_relaxed),
+                       .outside_waits = t.outside_waits.load(std::memory_order_relaxed),
+                       .program_waits = t.program_waits.load(std::memory_order_relaxed)};
   t.timer_wanted.store(false, std::memory_order_relaxed);
+  t.sorting_waits.store(false, std::memory_order_relaxed);
   if (t.perf_fd < 0) return;
   t.ring.unmap();  // the kernel-time sampler's descriptor was closed when it started
   descriptors::close_own(t.perf_fd);

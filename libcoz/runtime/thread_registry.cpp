@@ -178,6 +178,11 @@ void thread_post_lock_wait(uint64_t now_ns) {
   t->lock_waits.store(t->lock_waits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
+void thread_count_program_wait(uint64_t ns) {
+  ThreadState* t = tls_thread;
+  if (t && t->sorting_waits.load(std::memory_order_relaxed)) count_wait_origin(*t, false, ns);
+}
+
 namespace {
 
 uint64_t next_draw(uint64_t& state) {  // xorshift64

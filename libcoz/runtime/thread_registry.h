@@ -49,7 +49,7 @@ struct ThreadState {
   // and its trap event, disabled, stays open in parked_trap_fd until it exits.
   std::atomic<bool> trap_mode{false};
   int parked_trap_fd = -1;
-  // How often a thread in trap mode switches (sample_policy::prefers_cpu_timer):
+  // How often a thread in trap mode switches (sample_policy::switch_verdict):
   // its samples since the last look, and its counts then. The handler sets
   // timer_wanted; the thread trades its trap event for a CPU-time timer as
   // its next wait ends (move_current_thread_to_timer_if_wanted), outside any
@@ -60,6 +60,13 @@ struct ThreadState {
   // the thread, read by its own sample handler: atomic, never a locked RMW.
   std::atomic<uint64_t> lock_waits{0};
   std::atomic<bool> timer_wanted{false};
+  // Set by the handler while the thread switches often enough for who ends
+  // its waits to decide (SwitchVerdict::SortWaits): the waits it blocked in
+  // that only the outside could end, and that the program could
+  // (count_wait_origin). Written by the thread, read by its own handler.
+  std::atomic<bool> sorting_waits{false};
+  std::atomic<uint64_t> outside_waits{0};
+  std::atomic<uint64_t> program_waits{0};
   // When the trap handler last returned (monotonic ns): a trap that
   // arrives late right after it was raised while the handler ran
   // (handle_trap in sampler.cpp).
@@ -177,6 +184,17 @@ void thread_post_block(bool skip);
 /// `now_ns` is CLOCK_MONOTONIC at entry and at exit.
 void thread_pre_lock_wait(uint64_t now_ns);
 void thread_post_lock_wait(uint64_t now_ns);
+/// A wait of the calling thread that lasted `ns`, which the program could
+/// end: counted (count_wait_origin) while the thread sorts its waits.
+void thread_count_program_wait(uint64_t ns);
+/// While `t` sorts its waits: a wait that lasted `ns` and that only the
+/// outside (`outside`) or the program could end. Shorter than
+/// sample_policy::blocked_wait_min_ns, it returned without blocking: not counted.
+inline void count_wait_origin(ThreadState& t, bool outside, uint64_t ns) {
+  if (ns < sample_policy::blocked_wait_min_ns) return;
+  std::atomic<uint64_t>& count = outside ? t.outside_waits : t.program_waits;
+  count.store(count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // only this thread writes
+}
 /// A wait of the calling thread that blocked `ns`: charged to the in-scope
 /// line that called it, for the conventional profile. `caller` is the
 /// wrapper's return address: the site itself when the program called the

@@ -28,6 +28,9 @@ void Wait::done(bool woken_by_thread) {
     thread_post_lock_wait(now);
   } else {
     thread_post_block(woken_by_thread);
+    // A sleep ends with time, a signal mostly from outside; the rest
+    // (condition variables, semaphores, joins, futexes) with the program.
+    if (kind_ != WaitKind::Sleep && kind_ != WaitKind::Signal) thread_count_program_wait(now - start_);
   }
   move_current_thread_to_timer_if_wanted();
   errno = saved;
@@ -57,6 +60,8 @@ KernelWait::KernelWait(WaitKind kind, Timing timing, const void* caller)
   if (rt_->system) {
     shared_board_ = &rt_->system->wakes;
     shared_since_ = shared_board_->head();
+  } else {
+    sorting_ = start_ != 0 && thread_->sorting_waits.load(std::memory_order_relaxed);
   }
 }
 
@@ -64,7 +69,11 @@ bool KernelWait::must_decide() const { return thread_ && rt_->ledger.accrued_whi
 
 void KernelWait::finish(bool woken_by_program) {
   if (!thread_) return;
-  if (start_ != 0) record_blocked(kind_, sys::monotonic_ns() - start_, caller_);
+  if (start_ != 0) {
+    const uint64_t ns = sys::monotonic_ns() - start_;
+    record_blocked(kind_, ns, caller_);
+    if (origin_ != Origin::Unknown) count_wait_origin(*thread_, origin_ == Origin::Outside, ns);
+  }
   rt_->ledger.post_block(thread_->ledger, woken_by_program);
   // Inside done()'s runtime section, which keeps errno.
   if (thread_->timer_wanted.load(std::memory_order_relaxed)) move_current_thread_to_timer_if_wanted();

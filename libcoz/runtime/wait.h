@@ -66,6 +66,20 @@ class KernelWait {
     finish(must_decide() && woken_by_program(reaches));
     errno = saved;
   }
+  /// Before done(), where the thread sorts the waits it blocks in by who
+  /// could end them (ThreadState::sorting_waits; never under `coz run
+  /// --system`, where the peer may be a process of the run):
+  /// `only_outside()` says whether only the outside could have ended this
+  /// one (wake_origin.h). It may make system calls and take the epoll
+  /// registry's lock: inside the runtime's section, errno kept.
+  template <typename OnlyOutside>
+  void sort(OnlyOutside&& only_outside) {
+    if (!sorting_) return;
+    RuntimeSection section;
+    int saved = errno;
+    origin_ = only_outside() ? Origin::Outside : Origin::Program;
+    errno = saved;
+  }
   /// Ends a wait that nothing in the program could have ended (a child's
   /// exit, a timeout): pays.
   void done_from_outside() {
@@ -92,6 +106,9 @@ class KernelWait {
   void finish(bool woken_by_program);
 
   WaitKind kind_;
+  enum class Origin : uint8_t { Unknown, Program, Outside };
+  Origin origin_ = Origin::Unknown;
+  bool sorting_ = false;
   const void* caller_;
   uint64_t start_;  // 0 when untimed
   uint64_t since_;

@@ -521,6 +521,42 @@ TEST_F(IntegrationTest, ThreadsQueuedOnAMutexKeepTheirTrapEvents) {
 }
 
 // --------------------------------------------------------------------------
+// tcp_rpc: a server and its client hand each request over TCP on loopback,
+// ~8,000 switches per CPU-second each: above the rate for threads woken
+// from outside the program (2,000), below the one for all (15,000). Each
+// sorts its waits (sample_policy::switch_verdict, wake_origin.h). With the
+// client a thread of the program, both sockets' peers are the program's own
+// ports: no thread may move, and handle_work reads as on traps (truth:
+// halving it takes 24.9% off the run, 2.697 -> 2.025 s; traps read +24.3%).
+// With the client another process (exec'd without the runtime), only the
+// outside ends the server's waits: it trades its event for a timer.
+// --------------------------------------------------------------------------
+constexpr uint64_t kTcpRpcRequests = 8'000;  // ~2.2 s plain
+
+TEST_F(IntegrationTest, ThreadsWokenByTheProgramOverTcpKeepTheirTrapEvents) {
+  const FixedLineRun run =
+      run_fixed_line({TCP_RPC_EXE, "-n", std::to_string(scaled(kTcpRpcRequests))},
+                     marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch_, {"-v"});
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  EXPECT_EQ(run.process.err.find("thread(s) switched more than"), std::string::npos) << run.process.err;
+  log_prediction("tcp_rpc handle_work at 50%, client a thread", run.sped_up.program_speedup, 0.249);
+  EXPECT_GT(run.sped_up.program_speedup, 0.17) << describe(run.process);
+  EXPECT_LT(run.sped_up.program_speedup, 0.33) << describe(run.process);
+}
+
+TEST_F(IntegrationTest, ThreadsWokenFromOutsideTradeTheirTrapEventsAtALowerRate) {
+  const FixedLineRun run = run_fixed_line(
+      {TCP_RPC_EXE, "-n", std::to_string(scaled(kTcpRpcRequests)), "--outside-client"},
+      marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch_, {"-v"});
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  EXPECT_NE(run.process.err.find("1 thread(s) switched more than 15000 times per second of their CPU time (2000 if "
+                                 "woken mostly from outside the program)"),
+            std::string::npos)
+      << run.process.err;
+  EXPECT_TRUE(run.process.exited && run.process.exit_status == 0) << describe(run.process);
+}
+
+// --------------------------------------------------------------------------
 // latency: 2 server threads; request = parse_work (0.2 ms) + handle_work
 // (0.8 ms) between COZ_BEGIN/COZ_END("request"), plus background_work
 // (0.2 ms) outside requests. s = 50% on handle_work: mean latency 1.0 ->

@@ -91,13 +91,25 @@ TEST(SamplePolicy, CpuRingsAreDrainedAtTheirPeriodDuringExperiments) {
 }
 
 namespace {
+constexpr SwitchRates default_rates{.any = 15'000, .outside = 2'000};
+
 /// `switches` voluntary switches in 32 ms of CPU time, `lock_waits` of them
-/// a mutex's hand-offs and `delay_sleeps` the runtime's.
+/// a mutex's hand-offs and `delay_sleeps` the runtime's; no wait sorted.
 bool prefers(uint64_t switches, uint64_t lock_waits = 0, uint64_t delay_sleeps = 0, uint64_t cpu_ns = 32 * ms,
-             uint64_t rate = 15'000) {
-  return prefers_cpu_timer(SwitchStretch{.switches = switches, .voluntary = switches, .lock_waits = lock_waits,
-                                         .delay_sleeps = delay_sleeps, .cpu_ns = cpu_ns},
-                           rate);
+             SwitchRates rates = default_rates) {
+  return switch_verdict(SwitchStretch{.switches = switches, .voluntary = switches, .lock_waits = lock_waits,
+                                      .delay_sleeps = delay_sleeps, .cpu_ns = cpu_ns},
+                        rates) == SwitchVerdict::MoveToTimer;
+}
+
+/// `switches` voluntary switches in 32 ms of CPU time, of which the thread
+/// found `outside` waits only the outside could end and `program` waits the
+/// program could, and `lock_waits` a mutex's hand-offs.
+SwitchVerdict sorted(uint64_t switches, uint64_t outside, uint64_t program, uint64_t lock_waits = 0,
+                     SwitchRates rates = default_rates) {
+  return switch_verdict(SwitchStretch{.switches = switches, .voluntary = switches, .lock_waits = lock_waits,
+                                      .outside_waits = outside, .program_waits = program, .cpu_ns = 32 * ms},
+                        rates);
 }
 }  // namespace
 
@@ -111,12 +123,40 @@ TEST(SamplePolicy, ThreadsThatSwitchOftenPreferCpuTimers) {
   EXPECT_FALSE(prefers(480));
   EXPECT_TRUE(prefers(481));
   // Involuntary switches cost the event as much: they count.
-  EXPECT_TRUE(prefers_cpu_timer(SwitchStretch{.switches = 960, .voluntary = 0, .cpu_ns = 32 * ms}, 15'000));
-  // Too little CPU time to tell; and never where the rate is 0.
+  EXPECT_EQ(switch_verdict(SwitchStretch{.switches = 960, .voluntary = 0, .cpu_ns = 32 * ms}, default_rates),
+            SwitchVerdict::MoveToTimer);
+  // Too little CPU time to tell; and never where both rates are 0.
   EXPECT_FALSE(prefers(1'000, 0, 0, 10 * ms));
-  EXPECT_FALSE(prefers(1'000'000, 0, 0, 32 * ms, 0));
+  EXPECT_FALSE(prefers(1'000'000, 0, 0, 32 * ms, {}));
   // No overflow at a long-lived thread's counts.
-  EXPECT_TRUE(prefers(uint64_t{1} << 40, 0, 0, uint64_t{1} << 50, 1));
+  EXPECT_TRUE(prefers(uint64_t{1} << 40, 0, 0, uint64_t{1} << 50, {.any = 1}));
+}
+
+TEST(SamplePolicy, ThreadsWokenFromOutsideMoveAtALowerRate) {
+  // nghttpd's event loops: ~4,000 switches per CPU-second, nearly all of
+  // them epoll_waits that only its clients' sockets end.
+  EXPECT_EQ(sorted(130, 120, 0), SwitchVerdict::MoveToTimer);
+  // Until it has sorted its waits, a thread above the lower rate sorts them.
+  EXPECT_EQ(sorted(130, 0, 0), SwitchVerdict::SortWaits);
+  // eventfd_pool's workers: their waits are the program's hand-offs.
+  EXPECT_EQ(sorted(300, 0, 280), SwitchVerdict::SortWaits);
+  // Under the lower rate nothing moves, or sorts; above the higher one,
+  // whatever woke it.
+  EXPECT_EQ(sorted(60, 60, 0), SwitchVerdict::KeepEvent);
+  EXPECT_EQ(sorted(481, 0, 481), SwitchVerdict::MoveToTimer);
+  // The outside's waits must be three times the program's...
+  EXPECT_EQ(sorted(136, 101, 34), SwitchVerdict::SortWaits);
+  EXPECT_EQ(sorted(136, 102, 34), SwitchVerdict::MoveToTimer);
+  // ...and at least half of its voluntary switches: the rest may be waits
+  // that were never sorted (a write to a full pipe, a futex through syscall).
+  EXPECT_EQ(sorted(130, 64, 0), SwitchVerdict::SortWaits);
+  EXPECT_EQ(sorted(130, 65, 0), SwitchVerdict::MoveToTimer);
+  // A lock's hand-offs count for the program, and a quarter of them keep the event.
+  EXPECT_EQ(sorted(130, 92, 0, 31), SwitchVerdict::SortWaits);
+  EXPECT_EQ(sorted(130, 93, 0, 31), SwitchVerdict::MoveToTimer);
+  EXPECT_EQ(sorted(130, 100, 0, 33), SwitchVerdict::KeepEvent);
+  // No lower rate: only the higher one moves a thread.
+  EXPECT_EQ(sorted(130, 130, 0, 0, {.any = 15'000}), SwitchVerdict::KeepEvent);
 }
 
 TEST(SamplePolicy, TheProgramsOwnSwitchesDecideNotTheRuntimes) {
