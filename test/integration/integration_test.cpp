@@ -469,7 +469,7 @@ TEST_F(IntegrationTest, ShortThreadsShortTaskPredictsNoSpeedup) {
 // --------------------------------------------------------------------------
 // A thread that switches more often than COZ_TIMER_SWITCH_RATE times per
 // second of its CPU time trades its trap event for a CPU-time timer
-// (sample_policy::prefers_cpu_timer): memcached's workers under load do at
+// (sample_policy::switch_verdict): memcached's workers under load do at
 // the default. Here the rate is lowered so that pipeline's two threads
 // trade theirs (-v says so), and the answer must stay right with samplers
 // of both kinds in one process: the timers keep the configured period while
