@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 
 #include "descriptor_memo.h"
 
@@ -108,7 +109,7 @@ void note_connect(int fd, const sockaddr* addr, socklen_t addr_len) {
       static_cast<size_t>(addr_len) > sizeof target) {
     return;
   }
-  __builtin_memcpy(&target, addr, addr_len);
+  std::memcpy(&target, addr, addr_len);
   if (inet_port(target, port)) g_connect_targets.add(port);
 }
 

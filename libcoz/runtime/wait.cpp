@@ -70,7 +70,7 @@ bool KernelWait::must_decide() const { return thread_ && rt_->ledger.accrued_whi
 void KernelWait::finish(bool woken_by_program) {
   if (!thread_) return;
   if (start_ != 0) {
-    const uint64_t ns = sys::monotonic_ns() - start_;
+    const uint64_t ns = (end_ != 0 ? end_ : sys::monotonic_ns()) - start_;
     record_blocked(kind_, ns, caller_);
     if (origin_ != Origin::Unknown) count_wait_origin(*thread_, origin_ == Origin::Outside, ns);
   }

@@ -14,6 +14,7 @@
 #include "conventional.h"
 #include "reentrancy.h"
 #include "runtime.h"
+#include "sample_policy.h"
 #include "sys.h"
 #include "wake_board.h"
 
@@ -70,11 +71,14 @@ class KernelWait {
   /// could end them (ThreadState::sorting_waits; never under `coz run
   /// --system`, where the peer may be a process of the run):
   /// `only_outside()` says whether only the outside could have ended this
-  /// one (wake_origin.h). It may make system calls and take the epoll
-  /// registry's lock: inside the runtime's section, errno kept.
+  /// one (wake_origin.h), asked only of a wait that blocked. It may make
+  /// system calls and take the epoll registry's lock: inside the runtime's
+  /// section, errno kept.
   template <typename OnlyOutside>
   void sort(OnlyOutside&& only_outside) {
     if (!sorting_) return;
+    end_ = sys::monotonic_ns();  // what finish() times the wait by
+    if (end_ - start_ < sample_policy::blocked_wait_min_ns) return;
     RuntimeSection section;
     int saved = errno;
     origin_ = only_outside() ? Origin::Outside : Origin::Program;
@@ -111,6 +115,7 @@ class KernelWait {
   bool sorting_ = false;
   const void* caller_;
   uint64_t start_;  // 0 when untimed
+  uint64_t end_ = 0;  // when sort() looked: 0 if it did not
   uint64_t since_;
   uint64_t shared_since_ = 0;
   // Looked up once: every wrapped read and write comes through here. All
