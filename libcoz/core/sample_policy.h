@@ -178,9 +178,10 @@ enum class SwitchVerdict {
 /// thread; and `rates.outside`, below the event loops', for a thread that
 /// sorted its waits and found at least half of its voluntary switches, and
 /// three times as many as the program's, were waits only the outside could
-/// end. A thread whose switches are mostly a lock's hand-offs keeps its
-/// event at any rate. Never on less than switch_check_min_cpu_ns: a short
-/// stretch says little.
+/// end (off by default: the tick's samples slow the experiments' answers,
+/// Config::timer_switch_rate_outside). A thread whose switches are mostly a
+/// lock's hand-offs keeps its event at any rate. Never on less than
+/// switch_check_min_cpu_ns: a short stretch says little.
 SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates);
 
 /// The least CPU time a look at a thread's switches covers; a look that

@@ -516,10 +516,13 @@ void summarize_run(const Runtime& rt) {
   }
   if (!walks.empty()) log::info("stack walks: {}", walks);
   if (uint64_t n = rt.stats.threads_on_timers.load()) {
-    log::info("{} thread(s) switched more than {} times per second of their CPU time ({} if woken mostly from "
-              "outside the program): sampled from then on by a CPU-time timer, which costs nothing at a switch "
-              "and samples on the scheduler's tick",
-              n, rt.config.timer_switch_rate, rt.config.timer_switch_rate_outside);
+    const std::string outside = rt.config.timer_switch_rate_outside == 0
+                                    ? ""
+                                    : fmt::format(" ({} if woken mostly from outside the program)",
+                                                  rt.config.timer_switch_rate_outside);
+    log::info("{} thread(s) switched more than {} times per second of their CPU time{}: sampled from then on by a "
+              "CPU-time timer, which costs nothing at a switch and samples on the scheduler's tick",
+              n, rt.config.timer_switch_rate, outside);
   }
   if (kernel_sampling()) {
     log::info("of which in system calls: {} samples, {} outside the scope, {} lost", rt.stats.kernel_samples.load(),

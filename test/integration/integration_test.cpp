@@ -523,8 +523,9 @@ TEST_F(IntegrationTest, ThreadsQueuedOnAMutexKeepTheirTrapEvents) {
 // --------------------------------------------------------------------------
 // tcp_rpc: a server and its client hand each request over TCP on loopback,
 // ~8,000 switches per CPU-second each: above the rate for threads woken
-// from outside the program (2,000), below the one for all (15,000). Each
-// sorts its waits (sample_policy::switch_verdict, wake_origin.h). With the
+// from outside the program (COZ_TIMER_SWITCH_RATE_OUTSIDE, off by default,
+// 2,000 here), below the one for all (15,000). Each sorts its waits
+// (sample_policy::switch_verdict, wake_origin.h). With the
 // client a thread of the program, both sockets' peers are the program's own
 // ports: no thread may move, and handle_work reads as on traps (truth:
 // halving it takes 24.9% off the run, 2.697 -> 2.025 s; traps read +24.3%).
@@ -534,9 +535,11 @@ TEST_F(IntegrationTest, ThreadsQueuedOnAMutexKeepTheirTrapEvents) {
 constexpr uint64_t kTcpRpcRequests = 8'000;  // ~2.2 s plain
 
 TEST_F(IntegrationTest, ThreadsWokenByTheProgramOverTcpKeepTheirTrapEvents) {
+  setenv("COZ_TIMER_SWITCH_RATE_OUTSIDE", "2000", 1);
   const FixedLineRun run =
       run_fixed_line({TCP_RPC_EXE, "-n", std::to_string(scaled(kTcpRpcRequests))},
                      marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch_, {"-v"});
+  unsetenv("COZ_TIMER_SWITCH_RATE_OUTSIDE");
   ASSERT_TRUE(run.error.empty()) << run.error;
   EXPECT_EQ(run.process.err.find("thread(s) switched more than"), std::string::npos) << run.process.err;
   log_prediction("tcp_rpc handle_work at 50%, client a thread", run.sped_up.program_speedup, 0.249);
@@ -545,9 +548,11 @@ TEST_F(IntegrationTest, ThreadsWokenByTheProgramOverTcpKeepTheirTrapEvents) {
 }
 
 TEST_F(IntegrationTest, ThreadsWokenFromOutsideTradeTheirTrapEventsAtALowerRate) {
+  setenv("COZ_TIMER_SWITCH_RATE_OUTSIDE", "2000", 1);
   const FixedLineRun run = run_fixed_line(
       {TCP_RPC_EXE, "-n", std::to_string(scaled(kTcpRpcRequests)), "--outside-client"},
       marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch_, {"-v"});
+  unsetenv("COZ_TIMER_SWITCH_RATE_OUTSIDE");
   ASSERT_TRUE(run.error.empty()) << run.error;
   EXPECT_NE(run.process.err.find("1 thread(s) switched more than 15000 times per second of their CPU time (2000 if "
                                  "woken mostly from outside the program)"),
