@@ -8,7 +8,8 @@
 // that wait on this one; a thread woken by a client over TCP hands its work
 // to no one who waits on its delays. So a thread that switches often sorts
 // the waits it blocks in by this answer, and one woken mostly from outside
-// moves to a timer at a lower rate.
+// moves to a timer at a lower rate (COZ_TIMER_SWITCH_RATE_OUTSIDE; off by
+// default, docs/lifecycle.md says why).
 //
 // Told from the kernel object behind the descriptor, never from who really
 // woke it (known only in a speedup experiment, from the WakeBoard):
