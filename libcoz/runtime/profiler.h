@@ -77,6 +77,8 @@ class Profiler {
   void start_line_choice();
   /// A line chosen in proportion to its samples since start_line_choice; nullptr if none yet.
   SourceLine* choose_line();
+  /// choose_line's look at every line's samples.
+  SourceLine* look_for_line();
   /// --granularity auto (two_phase.h): groups lines into functions in the
   /// first phase; in the second, leaves in `fresh` only the samples of the
   /// winners' lines. Caller holds the line map's lock.
@@ -168,6 +170,11 @@ class Profiler {
     Profiler& p;
   };
   std::vector<uint64_t> choice_base_;  // each line's samples when the choice window started (by index)
+  // The run's sample count when a look at the lines last chose nothing, and
+  // the looks skipped since (choose_line); no_look: the next one looks.
+  static constexpr uint64_t no_look = UINT64_MAX;
+  uint64_t samples_at_empty_look_ = no_look;
+  uint32_t looks_skipped_ = 0;
   TwoPhase two_phase_;
   bool two_phase_grouped_ = false;    // the line map is grouped by function (first phase)
   std::vector<bool> two_phase_lines_;  // second phase: which lines (by index) the winners hold; empty: all
