@@ -42,6 +42,11 @@ struct Config {
   /// through its descriptor, as before samplers without rings (sampler.cpp,
   /// choose_trap_sampling), for comparing the two.
   bool sample_traps = true;
+  /// COZ_WHOLE_CPU_SAMPLING=0: the threads that leave their trap events
+  /// (timer_switch_rate) are sampled by their CPU-time timers on the tick,
+  /// as before whole-CPU rings (sampler.cpp, g_whole_cpu), and
+  /// timer_switch_rate_outside is off.
+  bool whole_cpu_sampling = true;
   int verbosity = 0;                        // COZ_VERBOSE: 0 warnings, 1 info, 2 debug
   std::string debug_root = "/usr/lib/debug"; // COZ_DEBUG_ROOT: where separate debug files live
 
@@ -66,12 +71,13 @@ struct Config {
   /// woke it); see sample_policy::switch_verdict and docs/lifecycle.md.
   uint64_t timer_switch_rate = 15'000;
   /// The same for a thread whose waits mostly only the outside could end
-  /// (0: only above timer_switch_rate). Off by default: on nghttpd it cut
-  /// sampling alone from +5.4% to +0.5%, but its loops' samples at the tick
-  /// left 11% of experiments without a sample in their line (traps: 0.6%),
-  /// and its top line got half the experiments in a run of the same length
-  /// (docs/lifecycle.md, "Lower for threads woken from outside").
-  uint64_t timer_switch_rate_outside = 0;
+  /// (0: only above timer_switch_rate). Only where whole-CPU events sample
+  /// the threads that move (sampler.cpp, g_whole_cpu), else 0: on nghttpd
+  /// the tick's samples of its loops left 11% of the experiments without a
+  /// sample in their line, and its top line got half the experiments in a
+  /// run of the same length (docs/lifecycle.md, "Lower for threads woken
+  /// from outside").
+  uint64_t timer_switch_rate_outside = 2'000;
 
   /// Every experiment is a 0% baseline (--fixed-speedup 0): no delay is ever inserted.
   bool only_baselines() const { return fixed_speedup_percent == 0; }

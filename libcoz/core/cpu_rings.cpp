@@ -25,11 +25,22 @@ perf_event_attr attributes(const CpuRings::Settings& settings) {
   attr.exclude_user = !settings.user;
   attr.exclude_kernel = !settings.kernel;
   attr.exclude_hv = 1;
+  attr.wakeup_events = 0;   // nobody waits on them: the profiler thread drains on its clock
+  if (settings.whole_cpu) {
+    // A task-clock counts a task's time; a CPU's is the cpu-clock's.
+    attr.config = PERF_COUNT_SW_CPU_CLOCK;
+    attr.exclude_idle = 1;
+    return attr;  // an exec unmaps the ring, which ends the event
+  }
   attr.inherit = 1;
   attr.inherit_thread = 1;  // threads, not forked children: a child opens its own
   attr.remove_on_exec = 1;  // an exec'd image is a new program, with its own runtime
-  attr.wakeup_events = 0;   // nobody waits on them: the profiler thread drains on its clock
   return attr;
+}
+
+long open_event(const perf_event_attr& attr, bool whole_cpu, long cpu) {
+  const long pid = whole_cpu ? -1 /* every process */ : 0 /* this thread */;
+  return syscall(SYS_perf_event_open, &attr, pid, cpu, -1 /* no group */, PERF_FLAG_FD_CLOEXEC);
 }
 
 void close_fd(int fd) { sys::raw_syscall6(SYS_close, fd); }
@@ -44,7 +55,7 @@ bool CpuRings::open(const Settings& settings) {
     return false;
   };
   for (long cpu = 0; cpu < cpus; ++cpu) {
-    long fd = syscall(SYS_perf_event_open, &attr, 0 /* this thread */, cpu, -1 /* no group */, PERF_FLAG_FD_CLOEXEC);
+    long fd = open_event(attr, settings.whole_cpu, cpu);
     if (fd < 0) {
       if (errno == ENODEV) continue;  // an offline CPU
       return give_up(errno);
@@ -55,6 +66,17 @@ bool CpuRings::open(const Settings& settings) {
     rings_.push_back(std::move(ring));
   }
   if (rings_.empty()) return give_up(ENODEV);
+  return true;
+}
+
+bool whole_cpu_events_allowed() {
+  CpuRings::Settings settings;
+  settings.whole_cpu = true;
+  perf_event_attr attr = attributes(settings);
+  attr.disabled = 1;
+  const long fd = open_event(attr, true, 0);
+  if (fd < 0) return false;
+  close_fd(static_cast<int>(fd));
   return true;
 }
 

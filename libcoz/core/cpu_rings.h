@@ -13,6 +13,12 @@
 // 38 us against 97 us per thread). The price: no thread can be signalled
 // per sample or have its period changed alone, so these events serve the
 // samples no signal drains (the profiler thread reads the rings).
+//
+// Or every CPU's time, whatever runs there (Settings::whole_cpu): one
+// cpu-clock event per CPU for all processes, whose timer runs on at its
+// period, not scheduled in and out with a thread. It samples the threads
+// whose own event cost too much at each of their context switches
+// (sampler.cpp, move_to_timer); the records of other processes are skipped.
 #pragma once
 
 #include <linux/perf_event.h>
@@ -34,6 +40,9 @@ class CpuRings {
     bool kernel = false; // sample kernel time (perf_event_paranoid <= 1, or CAP_PERFMON)
     unsigned data_pages = 64;
     uint32_t stack_bytes = 4096;  // user stack copied into each sample
+    /// Every process on each CPU, not this one's threads (perf_event_paranoid
+    /// <= 0, or CAP_PERFMON): idle time excluded, nothing inherited.
+    bool whole_cpu = false;
   };
 
   /// Opens one event per online CPU on the calling thread, maps its ring
@@ -78,14 +87,21 @@ class CpuRings {
   std::vector<int> fds_;
 };
 
-/// The thread a sample record of these events was taken in: with
-/// sample_type IP | TID | ..., the record holds u64 ip, then u32 pid, u32 tid.
-inline int sample_record_tid(const perf_event_header& h) {
-  constexpr size_t tid_offset = sizeof(perf_event_header) + sizeof(uint64_t) + sizeof(uint32_t);
-  if (h.size < tid_offset + sizeof(uint32_t)) return 0;
-  uint32_t tid;
-  std::memcpy(&tid, reinterpret_cast<const unsigned char*>(&h) + tid_offset, sizeof tid);
-  return static_cast<int>(tid);
+/// Whether events of Settings::whole_cpu can be opened here (one is
+/// opened on CPU 0, disabled, and closed).
+bool whole_cpu_events_allowed();
+
+/// The process and the thread a sample record of these events was taken
+/// in: with sample_type IP | TID | ..., the record holds u64 ip, then u32
+/// pid, u32 tid.
+inline int sample_record_id(const perf_event_header& h, size_t field) {
+  const size_t offset = sizeof(perf_event_header) + sizeof(uint64_t) + field * sizeof(uint32_t);
+  if (h.size < offset + sizeof(uint32_t)) return 0;
+  uint32_t id;
+  std::memcpy(&id, reinterpret_cast<const unsigned char*>(&h) + offset, sizeof id);
+  return static_cast<int>(id);
 }
+inline int sample_record_pid(const perf_event_header& h) { return sample_record_id(h, 0); }
+inline int sample_record_tid(const perf_event_header& h) { return sample_record_id(h, 1); }
 
 }  // namespace coz

@@ -70,7 +70,7 @@ SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates) {
   if (!above(rates.outside)) return SwitchVerdict::KeepEvent;
   const bool mostly_outside = stretch.outside_waits > 0 && stretch.outside_waits * 2 >= voluntary &&
                               stretch.outside_waits >= 3 * (stretch.program_waits + stretch.lock_waits);
-  return mostly_outside ? SwitchVerdict::MoveToTimer : SwitchVerdict::SortWaits;
+  return mostly_outside ? SwitchVerdict::MoveToWholeCpu : SwitchVerdict::SortWaits;
 }
 
 uint64_t cpu_ring_experiment_drain_interval_ns(uint64_t kernel_period_ns) {

@@ -105,6 +105,17 @@ uint64_t cpu_ring_drain_interval_ns(uint64_t kernel_period_ns, const Memory& mem
 /// in sampler.cpp says what slower and faster drains did).
 uint64_t cpu_ring_experiment_drain_interval_ns(uint64_t kernel_period_ns);
 
+/// How often during an experiment the profiler thread drains the
+/// whole-CPU rings (sampler.cpp, g_whole_cpu), whose samples credit their
+/// delays when drained: every 4 ms, as late as the tick that a CPU-time
+/// timer's samples came on, which read as right as the traps for the
+/// threads that move (woken from outside: nghttpd's loops, memcached's
+/// workers). Not at every period, as the kernel-time rings are: each drain
+/// wakes the profiler thread at real-time priority, which takes a core from
+/// the program; drained every 1 ms, nghttpd's sampling alone cost +3.5%
+/// (traps +5.3%).
+constexpr uint64_t whole_cpu_experiment_drain_ns = 4'000'000;
+
 /// A thread sampled by a trap event asks how often it switches once per
 /// this many of its samples (a getrusage in the handler: ~1 us per 32 ms).
 constexpr uint32_t switch_check_samples = 32;
@@ -132,9 +143,9 @@ struct SwitchStretch {
 /// count it.
 constexpr uint64_t blocked_wait_min_ns = 5'000;
 
-/// Context switches per second of CPU time above which a thread trades its
-/// trap event for a CPU-time timer (0: never): `any` whatever woke it,
-/// `outside` when mostly something outside the program did.
+/// Context switches per second of CPU time above which a thread leaves its
+/// trap event (0: never): `any` whatever woke it, `outside` when mostly
+/// something outside the program did.
 struct SwitchRates {
   uint64_t any = 0;
   uint64_t outside = 0;
@@ -147,11 +158,16 @@ enum class SwitchVerdict {
   /// thread sorts the waits it blocks in by who could end them until the
   /// next look (a descriptor's kind, looked up once: ~0.1-0.2 us a wait).
   SortWaits,
+  /// Above the `any` rate: a CPU-time timer samples it, on the tick.
   MoveToTimer,
+  /// Above the `outside` rate, its waits mostly the outside's: the
+  /// whole-CPU events sample it (sampler.cpp, g_whole_cpu), and a CPU-time
+  /// timer pays its delays.
+  MoveToWholeCpu,
 };
 
-/// Whether a thread should trade its trap event for a CPU-time timer, from
-/// what its program made it do in `stretch` (the delay sleeps are the
+/// Whether a thread should leave its trap event, and for what, from what
+/// its program made it do in `stretch` (the delay sleeps are the
 /// profiler's, not the program's: during an experiment they would count).
 ///
 /// The kernel schedules a thread's perf_event out and in at every switch,
@@ -178,8 +194,11 @@ enum class SwitchVerdict {
 /// thread; and `rates.outside`, below the event loops', for a thread that
 /// sorted its waits and found at least half of its voluntary switches, and
 /// three times as many as the program's, were waits only the outside could
-/// end (off by default: the tick's samples slow the experiments' answers,
-/// Config::timer_switch_rate_outside). A thread whose switches are mostly a
+/// end. Those are sampled by whole-CPU events, as finely as by their traps
+/// (the tick's samples slowed the experiments' answers on nghttpd,
+/// Config::timer_switch_rate_outside), at a cost of their own: on
+/// memcached, whose workers move at `any`, sampling alone read +8.8% with
+/// them against +5.4% on the tick. A thread whose switches are mostly a
 /// lock's hand-offs keeps its event at any rate. Never on less than
 /// switch_check_min_cpu_ns: a short stretch says little.
 SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates);

@@ -38,9 +38,11 @@ struct SamplingStats {
   /// Counted samples by why their stack walk ended (UnwindStop); Outermost
   /// also counts walks that found as many in-scope frames as a stack keeps.
   std::atomic<uint64_t> unwind_stops[5] = {};
-  /// Threads that traded their trap event for a CPU-time timer (they switch
-  /// too often for the event, sample_policy::switch_verdict).
+  /// Threads that left their trap event, switching too often for it
+  /// (sample_policy::switch_verdict): for a CPU-time timer's samples, or for
+  /// the whole-CPU events' (woken mostly from outside).
   std::atomic<uint64_t> threads_on_timers{0};
+  std::atomic<uint64_t> threads_on_whole_cpu{0};
 
   /// Counted samples attributed to an in-scope line.
   uint64_t in_scope() const {
@@ -55,6 +57,7 @@ struct SamplingStats {
     }
     for (auto& count : unwind_stops) count.store(0, std::memory_order_relaxed);
     threads_on_timers.store(0, std::memory_order_relaxed);
+    threads_on_whole_cpu.store(0, std::memory_order_relaxed);
   }
 };
 

@@ -48,8 +48,34 @@ std::atomic<bool> g_trap_kernel{false};
 enum class SampleSource {
   UserTime,     // a sampler of the thread's time, user mode only or both: one configured period
   KernelTime,   // a kernel-time sampler's, at kernel_period_ns: g_kernel_weight periods
-  TrapInSyscall,  // a trap taken inside a system call (g_trap_kernel): one period, tallied as the kernel's
+  // One period taken inside a system call, tallied as the kernel's: a
+  // trap's (g_trap_kernel), or a whole-CPU event's (drain_cpu_rings).
+  PeriodInSyscall,
 };
+
+// The rings of every process's time on each CPU (CpuRings::Settings::
+// whole_cpu), which sample the threads that left their trap events
+// (move_to_timer, ThreadState::sampled_by_cpus) as finely as the traps did.
+// A CPU-time timer samples only at the scheduler's tick (4 ms): nghttpd's
+// event loops on timers left 11% of the experiments without a sample in
+// their line, and its top line got half the experiments. These events'
+// timers run on whatever the CPU runs, with no cost at a thread's switch
+// (the trap event's restart there is a hypervisor exit in this virtual
+// machine); each of their samples copies the running thread's stack, other
+// processes' too (skipped when drained). Possible where the system allows
+// them (as root, or perf_event_paranoid <= 0); opened by the profiler
+// thread once a thread has moved, so that a program whose threads all keep
+// their events pays nothing for them. The moved threads keep their timers,
+// whose signals then only pay the experiments' delays.
+enum class WholeCpu { Unavailable, Possible, Open };
+std::atomic<WholeCpu> g_whole_cpu{WholeCpu::Unavailable};
+NoDestroy<CpuRings> g_whole_cpu_rings_holder;
+CpuRings& g_whole_cpu_rings = g_whole_cpu_rings_holder.value;
+std::atomic<int> g_whole_cpu_pid{0};  // the process whose samples are kept
+std::atomic<uint64_t> g_whole_cpu_drain_ns{UINT64_MAX};
+std::atomic<uint64_t> g_whole_cpu_experiment_drain_ns{UINT64_MAX};
+
+bool whole_cpu_open() { return g_whole_cpu.load(std::memory_order_acquire) == WholeCpu::Open; }
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -221,7 +247,8 @@ bool follows_syscall(uint64_t ip) {
 /// bit order) unless abi is NONE; u64 size; u8 data[size]; u64 dyn_size
 /// (how much of data the kernel could copy) when size > 0. `with_tid`: the
 /// per-CPU rings' records, with TID too (u32 pid, u32 tid after ip).
-void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h, bool in_kernel,
+/// `source`: the sampler that took it, and whether in the kernel.
+void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h, SampleSource source,
                         bool with_tid = false, UnwindFrame* walk = nullptr) {
   const auto* p = reinterpret_cast<const uint8_t*>(&h + 1);
   const auto* end = reinterpret_cast<const uint8_t*>(&h) + h.size;
@@ -251,7 +278,7 @@ void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h,
     p += size;
     if (!take(dyn_size)) dyn_size = 0;
   }
-  if (in_kernel) {
+  if (source != SampleSource::UserTime) {
     // Only the time inside system calls: the rest of the kernel's time on a
     // thread's behalf was mostly the sampler's own (delivering its signal,
     // softirqs on the way back to user mode), and charged to the interrupted
@@ -261,8 +288,7 @@ void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h,
     if (!follows_syscall(regs.ip)) return;
     regs.after_syscall = true;
   }
-  record_sample(rt, t, regs, StackMemory::copy(regs.sp, data, std::min(size, dyn_size)),
-                in_kernel ? SampleSource::KernelTime : SampleSource::UserTime, walk);
+  record_sample(rt, t, regs, StackMemory::copy(regs.sp, data, std::min(size, dyn_size)), source, walk);
 }
 /// Consumes thread `t`'s ring; returns how many samples of its user time
 /// it found. Does nothing when another consumer holds the ring: its records
@@ -276,7 +302,7 @@ uint32_t drain_ring(Runtime& rt, ThreadState& t) {
         if (h.type == PERF_RECORD_SAMPLE) {
           const bool in_kernel = (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
           user_samples += !in_kernel;
-          handle_perf_sample(rt, t, h, in_kernel);
+          handle_perf_sample(rt, t, h, in_kernel ? SampleSource::KernelTime : SampleSource::UserTime);
         } else if (h.type == PERF_RECORD_LOST) {
           const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);  // u64 id; u64 lost
           rt.stats.lost.fetch_add(body[1], std::memory_order_relaxed);
@@ -401,7 +427,7 @@ bool trap_in_syscall(const Runtime& rt, UnwindRegisters& regs) {
 /// call lands just after it (trap_in_syscall, which notes it in `regs`).
 SampleSource live_sample_source(const Runtime& rt, UnwindRegisters& regs) {
   const bool in_syscall = g_trap_kernel.load(std::memory_order_relaxed) && trap_in_syscall(rt, regs);
-  return in_syscall ? SampleSource::TrapInSyscall : SampleSource::UserTime;
+  return in_syscall ? SampleSource::PeriodInSyscall : SampleSource::UserTime;
 }
 
 /// Once per sample_policy::switch_check_samples samples of a thread in trap
@@ -449,9 +475,12 @@ void check_switch_rate(const Runtime& rt, ThreadState& t) {
       .cpu_ns = now.cpu_ns - then.cpu_ns,
   };
   const auto verdict = sample_policy::switch_verdict(
-      stretch, {.any = rt.config.timer_switch_rate, .outside = rt.config.timer_switch_rate_outside});
+      stretch, {.any = rt.config.timer_switch_rate, .outside = outside_switch_rate(rt)});
   t.sorting_waits.store(verdict == sample_policy::SwitchVerdict::SortWaits, std::memory_order_relaxed);
-  if (verdict == sample_policy::SwitchVerdict::MoveToTimer) t.timer_wanted.store(true, std::memory_order_relaxed);
+  if (verdict == sample_policy::SwitchVerdict::MoveToWholeCpu) t.whole_cpu_wanted.store(true, std::memory_order_relaxed);
+  if (verdict == sample_policy::SwitchVerdict::MoveToTimer || verdict == sample_policy::SwitchVerdict::MoveToWholeCpu) {
+    t.timer_wanted.store(true, std::memory_order_relaxed);
+  }
   t.at_switch_check = now;
 }
 
@@ -500,9 +529,12 @@ void on_sample_signal(int sig, siginfo_t* info, void* context) {
     // None for a thread whose sampler has stopped: a trap already on its way.
     if (rt && t && t->trap_mode.load(std::memory_order_acquire)) handle_trap(*rt, *t, info, context);
   } else if (rt && t && t->timer_mode) {
-    UnwindRegisters regs = registers_of(context);
-    const SampleSource source = live_sample_source(*rt, regs);  // notes regs.after_syscall first
-    handle_live_sample(*rt, *t, regs, source, timer_periods(info));
+    // A thread the whole-CPU rings sample: its timer only pays its delays.
+    if (!t->sampled_by_cpus.load(std::memory_order_relaxed) || !whole_cpu_open()) {
+      UnwindRegisters regs = registers_of(context);
+      const SampleSource source = live_sample_source(*rt, regs);  // notes regs.after_syscall first
+      handle_live_sample(*rt, *t, regs, source, timer_periods(info));
+    }
     rt->ledger.pay_from_signal(t->ledger);
   } else if (rt && t) {
     t->in_sample_handler.store(true, std::memory_order_relaxed);  // for watch_signal_delivery
@@ -567,6 +599,7 @@ struct CpuRingsReader {
   ThreadState exited;
 };
 CpuRingsReader* g_cpu_rings_reader = nullptr;  // allocated once, never freed (a forked child reuses it)
+
 
 bool cpu_rings_take_kernel_time() { return g_cpu_rings_kernel.load(std::memory_order_relaxed); }
 
@@ -983,6 +1016,7 @@ void resume_sampling_after_exec(ThreadState& t) {
 
 void stop_sampling(ThreadState& t) {
   if (t.timer_mode) {
+    t.sampled_by_cpus.store(false, std::memory_order_relaxed);
     timer_delete(t.timer);
     t.timer_mode = false;
     return;
@@ -1017,7 +1051,15 @@ void move_to_timer(ThreadState& t) {
   Runtime* rt = runtime();
   if (!rt || t.timer_mode || !t.trap_mode.load(std::memory_order_acquire)) return;
   stop_sampling(t);  // a trap event: closed, and a trap still on its way finds trap_mode off
-  if (start_timer_sampling(t, rt->config)) rt->stats.threads_on_timers.fetch_add(1, std::memory_order_relaxed);
+  if (!start_timer_sampling(t, rt->config)) return;
+  // After timer_mode is set: the whole-CPU rings' reader relies on it (record_sample).
+  if (t.whole_cpu_wanted.load(std::memory_order_relaxed) &&
+      g_whole_cpu.load(std::memory_order_relaxed) != WholeCpu::Unavailable) {
+    t.sampled_by_cpus.store(true, std::memory_order_release);
+    rt->stats.threads_on_whole_cpu.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  rt->stats.threads_on_timers.fetch_add(1, std::memory_order_relaxed);
 }
 
 void suspend_sampling(ThreadState& t) {
@@ -1071,16 +1113,19 @@ uint64_t set_sample_period(Runtime& rt, uint64_t period) {
 }
 
 namespace {
-/// Consumes the per-CPU rings: each sample is its thread's, found by tid
-/// among the registered threads (under the registry lock, so none can leave
+/// Consumes per-CPU rings: each sample is its thread's, found by tid among
+/// the registered threads (under the registry lock, so none can leave
 /// meanwhile), and walked in the reader's room, not the thread's (whose own
-/// handler may be walking its own sample).
-void drain_cpu_rings(Runtime& rt) {
+/// handler may be walking its own sample). `whole_cpu`: the rings of every
+/// process (g_whole_cpu_rings), whose samples count only for this
+/// process's threads that they sample (sampled_by_cpus); else the kernel
+/// time's inherited ones (g_cpu_rings).
+void drain_cpu_rings(Runtime& rt, CpuRings& rings, bool whole_cpu) {
   CpuRingsReader& reader = *g_cpu_rings_reader;
   // Most drains find nothing (kernel time is a small share of most
   // programs): then neither the registry's lock, which every new thread
   // takes too, nor the table of threads.
-  if (!g_cpu_rings.unread()) return;
+  if (!rings.unread()) return;
   if (reader.busy.exchange(true, std::memory_order_acquire)) return;
   const int profiler_tid = g_profiler_tid.load(std::memory_order_relaxed);
   FutexGuard guard(thread_list_lock());
@@ -1091,13 +1136,25 @@ void drain_cpu_rings(Runtime& rt) {
     auto found = std::lower_bound(reader.threads.begin(), reader.threads.end(), std::pair<int, ThreadState*>{tid, nullptr});
     return found != reader.threads.end() && found->first == tid ? *found->second : reader.exited;
   };
-  g_cpu_rings.drain(
+  const int pid = g_whole_cpu_pid.load(std::memory_order_relaxed);
+  rings.drain(
       [&](const perf_event_header& h) {
         if (h.type == PERF_RECORD_SAMPLE) {
           const int tid = sample_record_tid(h);
           if (tid == profiler_tid) return;
-          signal_safe::handle_perf_sample(rt, thread_of(tid), h, true, true, reader.walk);
-        } else if (h.type == PERF_RECORD_LOST) {
+          if (!whole_cpu) {
+            signal_safe::handle_perf_sample(rt, thread_of(tid), h, SampleSource::KernelTime, true, reader.walk);
+            return;
+          }
+          if (sample_record_pid(h) != pid) return;
+          // A thread that exited since, or never left its own event: not this sampler's.
+          ThreadState& t = thread_of(tid);
+          if (&t == &reader.exited || !t.sampled_by_cpus.load(std::memory_order_acquire)) return;
+          const bool in_kernel = (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+          signal_safe::handle_perf_sample(rt, t, h, in_kernel ? SampleSource::PeriodInSyscall : SampleSource::UserTime,
+                                          true, reader.walk);
+        } else if (h.type == PERF_RECORD_LOST && !whole_cpu) {
+          // (A whole CPU's lost records were mostly other processes': not counted.)
           const auto* body = reinterpret_cast<const uint64_t*>(&h + 1);  // u64 id; u64 lost
           rt.stats.lost.fetch_add(body[1], std::memory_order_relaxed);
           rt.stats.lost_kernel.fetch_add(body[1], std::memory_order_relaxed);
@@ -1105,6 +1162,36 @@ void drain_cpu_rings(Runtime& rt) {
       },
       reader.scratch, sizeof reader.scratch);
   reader.busy.store(false, std::memory_order_release);
+}
+
+/// Opens the whole-CPU rings (g_whole_cpu), from the profiler thread.
+void open_whole_cpu_rings(Runtime& rt) {
+  if (!g_cpu_rings_reader) g_cpu_rings_reader = new CpuRingsReader;
+  CpuRings::Settings settings;
+  settings.whole_cpu = true;
+  settings.user = true;
+  settings.kernel = true;  // the time in system calls, as the traps take it (g_trap_kernel)
+  settings.stack_bytes = Config::stack_sample_bytes;
+  // The configured period, not an experiment's shorter one (the descriptors
+  // are closed once mapped): each sample credits the delays of as many
+  // samples as the traps take meanwhile, as a timer's does (record_sample).
+  settings.period_ns = rt.config.sample_period_ns;
+  const auto cpus = static_cast<unsigned>(std::max(1L, sysconf(_SC_NPROCESSORS_CONF)));
+  settings.data_pages = sample_policy::cpu_ring_data_pages(ring_memory(), cpus);
+  g_whole_cpu_pid.store(sys::getpid(), std::memory_order_relaxed);
+  if (!g_whole_cpu_rings.open(settings)) {
+    log::debug("no whole-CPU sampling ({}): threads moved to timers are sampled on the tick", std::strerror(errno));
+    g_whole_cpu.store(WholeCpu::Unavailable, std::memory_order_relaxed);
+    return;
+  }
+  g_whole_cpu_rings.close_descriptors();  // each mapping keeps its event (cpu_rings.h)
+  g_whole_cpu_drain_ns.store(sample_policy::cpu_ring_drain_interval_ns(settings.period_ns, ring_memory(), cpus),
+                             std::memory_order_relaxed);
+  g_whole_cpu_experiment_drain_ns.store(
+      std::min(sample_policy::whole_cpu_experiment_drain_ns, g_whole_cpu_drain_ns.load(std::memory_order_relaxed)),
+      std::memory_order_relaxed);
+  g_whole_cpu.store(WholeCpu::Open, std::memory_order_release);
+  log::debug("whole-CPU sampling: {} ring(s) for the threads moved to timers", cpus);
 }
 }  // namespace
 
@@ -1227,6 +1314,11 @@ bool start_process_sampling(Runtime& rt) {
   const bool trap_kernel = traps && traps_can_take_kernel_time();
   const bool cpu_rings = !trap_kernel && open_cpu_rings(rt);
   if (traps) choose_trap_sampling(trap_kernel, cpu_rings);
+  // Threads leave their trap events only where the traps take the kernel's
+  // time (check_switch_rate): then the whole-CPU rings may sample them.
+  const bool whole_cpu = trap_kernel && g_trap_sampling.load(std::memory_order_relaxed) &&
+                         rt.config.whole_cpu_sampling && whole_cpu_events_allowed();
+  g_whole_cpu.store(whole_cpu ? WholeCpu::Possible : WholeCpu::Unavailable, std::memory_order_relaxed);
   if (trap_kernel && !g_trap_sampling.load(std::memory_order_relaxed)) {
     // The probe opened, the handler could not be installed: rings after all.
     return open_cpu_rings(rt);
@@ -1239,6 +1331,11 @@ void note_profiler_thread(int tid) { g_profiler_tid.store(tid, std::memory_order
 void forget_inherited_process_sampling() {
   g_cpu_rings.forget();  // it has no descriptor: see start_process_sampling
   g_cpu_rings_kernel.store(false, std::memory_order_relaxed);
+  // The parent's whole-CPU rings are not mapped here: the child opens its own once a thread moves.
+  if (g_whole_cpu.load(std::memory_order_relaxed) == WholeCpu::Open) {
+    g_whole_cpu_rings.forget();
+    g_whole_cpu.store(WholeCpu::Possible, std::memory_order_relaxed);
+  }
   // The forking thread was the only one left: a reader that was draining in
   // the parent (the profiler thread) does not exist here.
   if (g_cpu_rings_reader) g_cpu_rings_reader->busy.store(false, std::memory_order_relaxed);
@@ -1325,7 +1422,13 @@ uint64_t g_last_trap_watch_ns = 0;  // the profiler thread's
 }  // namespace
 
 void drain_unsignalled_rings(Runtime& rt) {
-  if (cpu_rings_take_kernel_time()) drain_cpu_rings(rt);
+  if (cpu_rings_take_kernel_time()) drain_cpu_rings(rt, g_cpu_rings, false);
+  const WholeCpu whole_cpu = g_whole_cpu.load(std::memory_order_relaxed);
+  if (whole_cpu == WholeCpu::Possible && rt.stats.threads_on_whole_cpu.load(std::memory_order_relaxed) > 0 &&
+      sys::gettid() == g_profiler_tid.load(std::memory_order_relaxed)) {
+    open_whole_cpu_rings(rt);
+  }
+  if (whole_cpu == WholeCpu::Open) drain_cpu_rings(rt, g_whole_cpu_rings, true);
   const uint64_t now = g_trap_sampling.load(std::memory_order_relaxed) ? sys::monotonic_ns() : 0;
   const bool watch_traps = now - g_last_trap_watch_ns >= trap_watch_interval_ns;
   if (watch_traps) g_last_trap_watch_ns = now;
@@ -1382,10 +1485,22 @@ uint64_t unsignalled_drain_interval_ns(const Runtime& rt) {
     interval = std::min(interval, (experimenting ? g_cpu_rings_experiment_drain_ns : g_cpu_rings_drain_ns)
                                       .load(std::memory_order_relaxed));
   }
+  if (whole_cpu_open()) {  // for the same reasons, and before its rings fill with other processes' samples
+    const bool experimenting = rt.experiment.selected.load(std::memory_order_relaxed) != nullptr;
+    interval = std::min(interval, (experimenting ? g_whole_cpu_experiment_drain_ns : g_whole_cpu_drain_ns)
+                                      .load(std::memory_order_relaxed));
+  }
   return interval;
 }
 
 bool kernel_sampling() { return g_kernel_sampling.load(std::memory_order_relaxed) == KernelSampling::On; }
+
+uint64_t outside_switch_rate(const Runtime& rt) {
+  const bool sampled_finely = g_whole_cpu.load(std::memory_order_relaxed) != WholeCpu::Unavailable;
+  return sampled_finely ? rt.config.timer_switch_rate_outside : 0;
+}
+
+bool whole_cpu_sampling() { return whole_cpu_open(); }
 
 bool timer_sampling() { return g_use_timers.load(std::memory_order_relaxed); }
 
@@ -1441,6 +1556,7 @@ void forget_retired_rings() {
 
 void forget_inherited_sampler(ThreadState& t) {
   t.timer_mode = false;  // POSIX timers are not inherited by a forked child
+  t.sampled_by_cpus.store(false, std::memory_order_relaxed);
   t.trap_mode.store(false, std::memory_order_relaxed);
   if (t.parked_trap_fd >= 0) descriptors::close_own(std::exchange(t.parked_trap_fd, -1));
   t.signal_blocked.store(false, std::memory_order_relaxed);  // the new sampler signals until seen otherwise
@@ -1454,6 +1570,7 @@ void forget_inherited_sampler(ThreadState& t) {
                        .outside_waits = t.outside_waits.load(std::memory_order_relaxed),
                        .program_waits = t.program_waits.load(std::memory_order_relaxed)};
   t.timer_wanted.store(false, std::memory_order_relaxed);
+  t.whole_cpu_wanted.store(false, std::memory_order_relaxed);
   t.sorting_waits.store(false, std::memory_order_relaxed);
   if (t.perf_fd < 0) return;
   t.ring.unmap();  // the kernel-time sampler's descriptor was closed when it started

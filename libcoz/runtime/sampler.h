@@ -126,6 +126,16 @@ uint64_t unsignalled_drain_interval_ns(const Runtime& rt);
 /// system; known once the first thread has started sampling).
 bool kernel_sampling();
 
+/// The switch rate above which a thread woken mostly from outside the
+/// program leaves its trap event (sample_policy::switch_verdict):
+/// Config::timer_switch_rate_outside where whole-CPU events can sample the
+/// threads that move as finely as their traps did, else 0 (never).
+uint64_t outside_switch_rate(const Runtime& rt);
+
+/// Whether whole-CPU events sample the threads that left their trap events
+/// (opened once one did, where the system allows them).
+bool whole_cpu_sampling();
+
 /// Whether threads sample with CPU-time timers: perf_event was refused, or
 /// a small descriptor limit asked for them (use_timer_sampling).
 bool timer_sampling();

@@ -42,6 +42,12 @@ struct ThreadState {
   // pointers within the thread's stack.
   bool timer_mode = false;
   timer_t timer{};
+  // A thread that left its trap event for them (move_to_timer,
+  // whole_cpu_wanted) where whole-CPU events may sample it (sampler.cpp,
+  // g_whole_cpu): once they are open, its
+  // samples come from them, drained by the profiler thread, and its timer's
+  // signals only pay its delays. Set by the thread after timer_mode.
+  std::atomic<bool> sampled_by_cpus{false};
   // Its perf_event has no ring and raises SIGTRAP itself for each sample
   // (sampler.cpp, g_trap_sampling): the handler walks the live stack, as in
   // timer mode. Turned off by the profiler thread when the thread blocks
@@ -60,6 +66,8 @@ struct ThreadState {
   // the thread, read by its own sample handler: atomic, never a locked RMW.
   std::atomic<uint64_t> lock_waits{0};
   std::atomic<bool> timer_wanted{false};
+  // With timer_wanted: the whole-CPU events are to sample it (SwitchVerdict::MoveToWholeCpu).
+  std::atomic<bool> whole_cpu_wanted{false};
   // Set by the handler while the thread switches often enough for who ends
   // its waits to decide (SwitchVerdict::SortWaits): the waits it blocked in
   // that only the outside could end, and that the program could

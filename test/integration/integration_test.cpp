@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_rings.h"
 #include "harness.h"
 
 namespace coz_itest {
@@ -523,23 +524,23 @@ TEST_F(IntegrationTest, ThreadsQueuedOnAMutexKeepTheirTrapEvents) {
 // --------------------------------------------------------------------------
 // tcp_rpc: a server and its client hand each request over TCP on loopback,
 // ~8,000 switches per CPU-second each: above the rate for threads woken
-// from outside the program (COZ_TIMER_SWITCH_RATE_OUTSIDE, off by default,
-// 2,000 here), below the one for all (15,000). Each sorts its waits
-// (sample_policy::switch_verdict, wake_origin.h). With the
-// client a thread of the program, both sockets' peers are the program's own
-// ports: no thread may move, and handle_work reads as on traps (truth:
-// halving it takes 24.9% off the run, 2.697 -> 2.025 s; traps read +24.3%).
-// With the client another process (exec'd without the runtime), only the
-// outside ends the server's waits: it trades its event for a timer.
+// from outside the program (COZ_TIMER_SWITCH_RATE_OUTSIDE, 2,000, where
+// whole-CPU events can sample the threads that move), below the one for all
+// (15,000). Each sorts its waits (sample_policy::switch_verdict,
+// wake_origin.h). With the client a thread of the program, both sockets'
+// peers are the program's own ports: no thread may move, and handle_work
+// reads as on traps (truth: halving it takes 24.9% off the run, 2.697 ->
+// 2.025 s; traps read +24.3%). With the client another process (exec'd
+// without the runtime), only the outside ends the server's waits: it trades
+// its event for a timer, and the whole-CPU events sample it from then on,
+// as finely as its trap did (+24.8%). Without them it keeps its trap event.
 // --------------------------------------------------------------------------
 constexpr uint64_t kTcpRpcRequests = 8'000;  // ~2.2 s plain
 
 TEST_F(IntegrationTest, ThreadsWokenByTheProgramOverTcpKeepTheirTrapEvents) {
-  setenv("COZ_TIMER_SWITCH_RATE_OUTSIDE", "2000", 1);
   const FixedLineRun run =
       run_fixed_line({TCP_RPC_EXE, "-n", std::to_string(scaled(kTcpRpcRequests))},
                      marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch_, {"-v"});
-  unsetenv("COZ_TIMER_SWITCH_RATE_OUTSIDE");
   ASSERT_TRUE(run.error.empty()) << run.error;
   EXPECT_EQ(run.process.err.find("thread(s) switched more than"), std::string::npos) << run.process.err;
   log_prediction("tcp_rpc handle_work at 50%, client a thread", run.sped_up.program_speedup, 0.249);
@@ -547,17 +548,32 @@ TEST_F(IntegrationTest, ThreadsWokenByTheProgramOverTcpKeepTheirTrapEvents) {
   EXPECT_LT(run.sped_up.program_speedup, 0.33) << describe(run.process);
 }
 
-TEST_F(IntegrationTest, ThreadsWokenFromOutsideTradeTheirTrapEventsAtALowerRate) {
-  setenv("COZ_TIMER_SWITCH_RATE_OUTSIDE", "2000", 1);
+TEST_F(IntegrationTest, ThreadsWokenFromOutsideMoveToWholeCpuEventsAtALowerRate) {
+  if (!coz::whole_cpu_events_allowed()) GTEST_SKIP() << "whole-CPU events refused here (not root, perf_event_paranoid > 0)";
   const FixedLineRun run = run_fixed_line(
       {TCP_RPC_EXE, "-n", std::to_string(scaled(kTcpRpcRequests)), "--outside-client"},
       marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch_, {"-v"});
-  unsetenv("COZ_TIMER_SWITCH_RATE_OUTSIDE");
   ASSERT_TRUE(run.error.empty()) << run.error;
-  EXPECT_NE(run.process.err.find("1 thread(s) switched more than 15000 times per second of their CPU time (2000 if "
-                                 "woken mostly from outside the program)"),
+  EXPECT_NE(run.process.err.find("1 thread(s) woken mostly from outside the program switched more than 2000 times "
+                                 "per second of their CPU time: sampled from then on by an event on each CPU"),
             std::string::npos)
       << run.process.err;
+  EXPECT_TRUE(run.process.exited && run.process.exit_status == 0) << describe(run.process);
+  // Its samples come from the whole-CPU rings now: dropped, no delay would
+  // be inserted and the prediction would be ~0.
+  log_prediction("tcp_rpc handle_work at 50%, client outside", run.sped_up.program_speedup, 0.249);
+  EXPECT_GT(run.sped_up.program_speedup, 0.17) << describe(run.process);
+  EXPECT_LT(run.sped_up.program_speedup, 0.33) << describe(run.process);
+}
+
+TEST_F(IntegrationTest, ThreadsWokenFromOutsideKeepTheirTrapEventsWithoutWholeCpuEvents) {
+  setenv("COZ_WHOLE_CPU_SAMPLING", "0", 1);
+  const FixedLineRun run = run_fixed_line(
+      {TCP_RPC_EXE, "-n", std::to_string(scaled(kTcpRpcRequests)), "--outside-client"},
+      marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch_, {"-v"});
+  unsetenv("COZ_WHOLE_CPU_SAMPLING");
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  EXPECT_EQ(run.process.err.find("thread(s) switched more than"), std::string::npos) << run.process.err;
   EXPECT_TRUE(run.process.exited && run.process.exit_status == 0) << describe(run.process);
 }
 

@@ -1,6 +1,7 @@
 // CpuRings on the real kernel: threads created after the events were opened
 // are sampled into the per-CPU rings with no event of their own, each sample
-// naming its thread; threads of a forked child are not.
+// naming its thread; threads of a forked child are not. In whole-CPU mode,
+// every process's threads are, the threads that ran before too.
 #include "cpu_rings.h"
 
 #include <sys/syscall.h>
@@ -124,14 +125,54 @@ TEST(CpuRings, AForkedChildIsNotSampledIntoTheParentsRings) {
   rings.close();
 }
 
-TEST(CpuRings, SampleRecordTidReadsTheTidField) {
+TEST(CpuRings, WholeCpuRingsSampleEveryThreadAndTheOtherProcesses) {
+  if (!whole_cpu_events_allowed()) GTEST_SKIP() << "whole-CPU events refused here (not root, perf_event_paranoid > 0)";
+  CpuRings rings;
+  CpuRings::Settings settings;
+  settings.whole_cpu = true;
+  settings.kernel = true;
+  settings.period_ns = 1'000'000;
+  settings.data_pages = 256;
+  ASSERT_TRUE(rings.open(settings)) << std::strerror(errno);
+  const int main_tid = gettid_now();  // a thread that existed before the events: sampled too
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    rings.forget();
+    spin_cpu_ms(40);
+    _exit(0);
+  }
+  spin_cpu_ms(40);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  std::map<int, int> by_pid, by_tid;
+  static unsigned char scratch[8192];
+  rings.drain(
+      [&](const perf_event_header& h) {
+        if (h.type != PERF_RECORD_SAMPLE) return;
+        ++by_pid[sample_record_pid(h)];
+        ++by_tid[sample_record_tid(h)];
+      },
+      scratch, sizeof scratch);
+  rings.close();
+  // ~40 samples each of 1 ms, on a CPU shared with the other at times.
+  EXPECT_GE(by_tid[main_tid], 20);
+  EXPECT_LE(by_tid[main_tid], 45);
+  EXPECT_GE(by_pid[child], 20);
+  EXPECT_LE(by_pid[child], 45);
+  EXPECT_EQ(by_pid[0], 0) << "idle time is not sampled";
+}
+
+TEST(CpuRings, SampleRecordIdsReadThePidAndTidFields) {
   struct {
     perf_event_header h;
     uint64_t ip;
     uint32_t pid, tid;
   } record{{PERF_RECORD_SAMPLE, 0, sizeof record}, 0x1234, 100, 107};
+  EXPECT_EQ(sample_record_pid(record.h), 100);
   EXPECT_EQ(sample_record_tid(record.h), 107);
-  record.h.size = sizeof(perf_event_header) + 8;  // too short to hold it
+  record.h.size = sizeof(perf_event_header) + 8;  // too short to hold them
+  EXPECT_EQ(sample_record_pid(record.h), 0);
   EXPECT_EQ(sample_record_tid(record.h), 0);
 }
 

@@ -135,7 +135,7 @@ TEST(SamplePolicy, ThreadsThatSwitchOftenPreferCpuTimers) {
 TEST(SamplePolicy, ThreadsWokenFromOutsideMoveAtALowerRate) {
   // nghttpd's event loops: ~4,000 switches per CPU-second, nearly all of
   // them epoll_waits that only its clients' sockets end.
-  EXPECT_EQ(sorted(130, 120, 0), SwitchVerdict::MoveToTimer);
+  EXPECT_EQ(sorted(130, 120, 0), SwitchVerdict::MoveToWholeCpu);
   // Until it has sorted its waits, a thread above the lower rate sorts them.
   EXPECT_EQ(sorted(130, 0, 0), SwitchVerdict::SortWaits);
   // eventfd_pool's workers: their waits are the program's hand-offs.
@@ -146,14 +146,14 @@ TEST(SamplePolicy, ThreadsWokenFromOutsideMoveAtALowerRate) {
   EXPECT_EQ(sorted(481, 0, 481), SwitchVerdict::MoveToTimer);
   // The outside's waits must be three times the program's...
   EXPECT_EQ(sorted(136, 101, 34), SwitchVerdict::SortWaits);
-  EXPECT_EQ(sorted(136, 102, 34), SwitchVerdict::MoveToTimer);
+  EXPECT_EQ(sorted(136, 102, 34), SwitchVerdict::MoveToWholeCpu);
   // ...and at least half of its voluntary switches: the rest may be waits
   // that were never sorted (a write to a full pipe, a futex through syscall).
   EXPECT_EQ(sorted(130, 64, 0), SwitchVerdict::SortWaits);
-  EXPECT_EQ(sorted(130, 65, 0), SwitchVerdict::MoveToTimer);
+  EXPECT_EQ(sorted(130, 65, 0), SwitchVerdict::MoveToWholeCpu);
   // A lock's hand-offs count for the program, and a quarter of them keep the event.
   EXPECT_EQ(sorted(130, 92, 0, 31), SwitchVerdict::SortWaits);
-  EXPECT_EQ(sorted(130, 93, 0, 31), SwitchVerdict::MoveToTimer);
+  EXPECT_EQ(sorted(130, 93, 0, 31), SwitchVerdict::MoveToWholeCpu);
   EXPECT_EQ(sorted(130, 100, 0, 33), SwitchVerdict::KeepEvent);
   // No lower rate: only the higher one moves a thread.
   EXPECT_EQ(sorted(130, 130, 0, 0, {.any = 15'000}), SwitchVerdict::KeepEvent);
