@@ -74,6 +74,7 @@ CpuRings& g_whole_cpu_rings = g_whole_cpu_rings_holder.value;
 std::atomic<int> g_whole_cpu_pid{0};  // the process whose samples are kept
 std::atomic<uint64_t> g_whole_cpu_drain_ns{UINT64_MAX};
 std::atomic<uint64_t> g_whole_cpu_experiment_drain_ns{UINT64_MAX};
+bool g_forked_child = false;  // this process was forked from one with the runtime (start_process_sampling)
 
 bool whole_cpu_open() { return g_whole_cpu.load(std::memory_order_acquire) == WholeCpu::Open; }
 }  // namespace
@@ -1315,9 +1316,16 @@ bool start_process_sampling(Runtime& rt) {
   const bool cpu_rings = !trap_kernel && open_cpu_rings(rt);
   if (traps) choose_trap_sampling(trap_kernel, cpu_rings);
   // Threads leave their trap events only where the traps take the kernel's
-  // time (check_switch_rate): then the whole-CPU rings may sample them.
+  // time (check_switch_rate): then the whole-CPU rings may sample them, in
+  // the run's first process only. Each process's rings take every
+  // process's samples: a server's forked workers, each with rings of its
+  // own, would multiply the timers and stack copies on every CPU. Its
+  // other processes keep their traps (forget_inherited_process_sampling).
+  // (COZ_RUN_PID: 0 where libcoz.so was preloaded without `coz run`; then
+  // any process that was not forked.)
+  const bool first_process = rt.config.run_pid == 0 ? !g_forked_child : rt.config.run_pid == sys::getpid();
   const bool whole_cpu = trap_kernel && g_trap_sampling.load(std::memory_order_relaxed) &&
-                         rt.config.whole_cpu_sampling && whole_cpu_events_allowed();
+                         rt.config.whole_cpu_sampling && first_process && whole_cpu_events_allowed();
   g_whole_cpu.store(whole_cpu ? WholeCpu::Possible : WholeCpu::Unavailable, std::memory_order_relaxed);
   if (trap_kernel && !g_trap_sampling.load(std::memory_order_relaxed)) {
     // The probe opened, the handler could not be installed: rings after all.
@@ -1331,11 +1339,11 @@ void note_profiler_thread(int tid) { g_profiler_tid.store(tid, std::memory_order
 void forget_inherited_process_sampling() {
   g_cpu_rings.forget();  // it has no descriptor: see start_process_sampling
   g_cpu_rings_kernel.store(false, std::memory_order_relaxed);
-  // The parent's whole-CPU rings are not mapped here: the child opens its own once a thread moves.
-  if (g_whole_cpu.load(std::memory_order_relaxed) == WholeCpu::Open) {
-    g_whole_cpu_rings.forget();
-    g_whole_cpu.store(WholeCpu::Possible, std::memory_order_relaxed);
-  }
+  // The parent's whole-CPU rings are not mapped here, and a child opens none
+  // (start_process_sampling): its threads keep their traps.
+  if (g_whole_cpu.load(std::memory_order_relaxed) == WholeCpu::Open) g_whole_cpu_rings.forget();
+  g_whole_cpu.store(WholeCpu::Unavailable, std::memory_order_relaxed);
+  g_forked_child = true;
   // The forking thread was the only one left: a reader that was draining in
   // the parent (the profiler thread) does not exist here.
   if (g_cpu_rings_reader) g_cpu_rings_reader->busy.store(false, std::memory_order_relaxed);

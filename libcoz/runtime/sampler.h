@@ -78,7 +78,9 @@ class ExecWindow {
 void suspend_sampling(ThreadState& thread);
 
 /// Trades the thread's trap event for a CPU-time timer (its handler found
-/// it switching too often for the event: sample_policy::switch_verdict).
+/// it switching too often for the event: sample_policy::switch_verdict),
+/// whose samples are the whole-CPU events' instead where it was woken mostly
+/// from outside and those events are allowed (ThreadState::sampled_by_cpus).
 /// By the thread itself, outside any signal handler, under the thread list's
 /// lock (the profiler thread reads its descriptor under it):
 /// move_current_thread_to_timer_if_wanted.

@@ -566,6 +566,17 @@ TEST_F(IntegrationTest, ThreadsWokenFromOutsideMoveToWholeCpuEventsAtALowerRate)
   EXPECT_LT(run.sped_up.program_speedup, 0.33) << describe(run.process);
 }
 
+TEST_F(IntegrationTest, ThreadsWokenFromOutsideKeepTheirTrapEventsInTheRunsOtherProcesses) {
+  if (!coz::whole_cpu_events_allowed()) GTEST_SKIP() << "whole-CPU events refused here (not root, perf_event_paranoid > 0)";
+  const FixedLineRun run = run_fixed_line(
+      {TCP_RPC_EXE, "-n", std::to_string(scaled(kTcpRpcRequests)), "--outside-client", "--forked-server"},
+      marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch_, {"-v"});
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  // Each process's events would sample every process: only the run's first opens them.
+  EXPECT_EQ(run.process.err.find("thread(s) woken mostly from outside"), std::string::npos) << run.process.err;
+  EXPECT_TRUE(run.process.exited && run.process.exit_status == 0) << describe(run.process);
+}
+
 TEST_F(IntegrationTest, ThreadsWokenFromOutsideKeepTheirTrapEventsWithoutWholeCpuEvents) {
   setenv("COZ_WHOLE_CPU_SAMPLING", "0", 1);
   const FixedLineRun run = run_fixed_line(

@@ -9,11 +9,13 @@
 // peers are the program's own ports, so neither thread may take a timer
 // (their hand-offs are shorter than a tick). With --outside-client it is
 // another process, exec'd without LD_PRELOAD (no runtime of ours): the
-// server is then woken only from outside, and trades its event.
+// server is then woken only from outside, and trades its event. With
+// --forked-server too, the server is a forked child of the program's first
+// process, which only waits (the whole-CPU events are the first process's).
 //
 // One COZ_PROGRESS_NAMED("request served") per request. Variant:
 // -DHALVE_HANDLE_WORK (the server's work halved).
-// Usage: tcp_rpc [-n REQUESTS] [--exit-status N] [--outside-client];
+// Usage: tcp_rpc [-n REQUESTS] [--exit-status N] [--outside-client [--forked-server]];
 // default ~3 s.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -162,11 +164,13 @@ int main(int argc, char** argv) {
     run_client(static_cast<uint16_t>(std::atoi(argv[2])), std::strtoull(argv[3], nullptr, 10));
     return 0;
   }
-  bool outside_client = false;
+  bool outside_client = false, forked_server = false;
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--outside-client") == 0) {
       outside_client = true;
+    } else if (std::strcmp(argv[i], "--forked-server") == 0) {
+      forked_server = true;
     } else {
       rest.push_back(argv[i]);
     }
@@ -177,10 +181,19 @@ int main(int argc, char** argv) {
   int listener = listen_on_loopback(port);
   if (outside_client) {
     pid_t child = spawn_outside_client(argv[0], port, args.n);
-    serve(listener, args.n);
+    pid_t server = forked_server ? fork() : 0;
+    if (server < 0) die("fork");
+    if (server == 0) {
+      serve(listener, args.n);
+      if (forked_server) std::exit(0);  // through exit: the child's runtime ends as a process does
+    }
     int status = 0;
     if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       std::fprintf(stderr, "tcp_rpc: the client failed\n");
+      return 1;
+    }
+    if (forked_server && (waitpid(server, &status, 0) != server || !WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+      std::fprintf(stderr, "tcp_rpc: the server failed\n");
       return 1;
     }
   } else {

@@ -418,10 +418,12 @@ int run_main(int argc, char** argv) {
   // Across processes the leader chooses by samples alone (docs/system.md); a
   // joining process's run is not the one whose monitor settles.
   if (vm.count("system") || vm.count("join")) monitor.aim = false;
+  // The run's first process (this one, once it execs the program): the
+  // control file's, and the one whose runtime may open whole-CPU events.
+  setenv("COZ_RUN_PID", std::to_string(getpid()).c_str(), 1);
   if (monitor.status || monitor.aim || monitor.until_settled || monitor.max_time_ns) {
     if (start_monitor(monitor, error)) {
       setenv("COZ_CONTROL", monitor.control_path.c_str(), 1);
-      setenv("COZ_RUN_PID", std::to_string(getpid()).c_str(), 1);
       if (monitor.status) setenv("COZ_STATUS", "1", 1);
     } else {
       fmt::print(stderr, "coz run: warning: {}: no status line, experiments by samples alone\n", error);
