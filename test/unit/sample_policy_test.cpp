@@ -144,6 +144,9 @@ TEST(SamplePolicy, ThreadsWokenFromOutsideMoveAtALowerRate) {
   // whatever woke it.
   EXPECT_EQ(sorted(60, 60, 0), SwitchVerdict::KeepEvent);
   EXPECT_EQ(sorted(481, 0, 481), SwitchVerdict::MoveToTimer);
+  // Above the higher rate, woken from outside or not, the tick's timer
+  // samples it, not the whole-CPU events (memcached's workers: they cost it more).
+  EXPECT_EQ(sorted(481, 481, 0), SwitchVerdict::MoveToTimer);
   // The outside's waits must be three times the program's...
   EXPECT_EQ(sorted(136, 101, 34), SwitchVerdict::SortWaits);
   EXPECT_EQ(sorted(136, 102, 34), SwitchVerdict::MoveToWholeCpu);
