@@ -601,7 +601,6 @@ struct CpuRingsReader {
 };
 CpuRingsReader* g_cpu_rings_reader = nullptr;  // allocated once, never freed (a forked child reuses it)
 
-
 bool cpu_rings_take_kernel_time() { return g_cpu_rings_kernel.load(std::memory_order_relaxed); }
 
 /// Whether the per-CPU rings or the traps take every thread's kernel time.
@@ -1471,6 +1470,7 @@ uint64_t unsignalled_drain_interval_ns(const Runtime& rt) {
                                                  g_quiet_ring_fallbacks.load(std::memory_order_relaxed) > 0);
   const bool kernel_time_rings = kernel_time_in_thread_rings();
   uint64_t interval = UINT64_MAX;
+  const bool experimenting = rt.experiment.selected.load(std::memory_order_relaxed) != nullptr;
   if (quiet_rings || kernel_time_rings || g_signal_blocked_threads.load(std::memory_order_relaxed) > 0) {
     interval = sample_policy::quiet_drain_interval_ns(rt.config.sample_period_ns, ring_memory());
   }
@@ -1489,12 +1489,10 @@ uint64_t unsignalled_drain_interval_ns(const Runtime& rt) {
     // with the unmapping of retired rings in each, are the suspects). In
     // every experiment, 0% ones too, so that those wakes cost the baselines
     // what they cost the speedups.
-    const bool experimenting = rt.experiment.selected.load(std::memory_order_relaxed) != nullptr;
     interval = std::min(interval, (experimenting ? g_cpu_rings_experiment_drain_ns : g_cpu_rings_drain_ns)
                                       .load(std::memory_order_relaxed));
   }
   if (whole_cpu_open()) {  // for the same reasons, and before its rings fill with other processes' samples
-    const bool experimenting = rt.experiment.selected.load(std::memory_order_relaxed) != nullptr;
     interval = std::min(interval, (experimenting ? g_whole_cpu_experiment_drain_ns : g_whole_cpu_drain_ns)
                                       .load(std::memory_order_relaxed));
   }
