@@ -196,9 +196,10 @@ enum class SwitchVerdict {
 /// three times as many as the program's, were waits only the outside could
 /// end. Those are sampled by whole-CPU events, as finely as by their traps
 /// (the tick's samples slowed the experiments' answers on nghttpd,
-/// Config::timer_switch_rate_outside), at a cost of their own: on
-/// memcached, whose workers move at `any`, sampling alone read +8.8% with
-/// them against +5.4% on the tick. A thread whose switches are mostly a
+/// Config::timer_switch_rate_outside). Those that move at `any` stay on the
+/// tick, measured right there (memcached's workers); on whole-CPU events
+/// too, memcached's sendmsg line overtook its injected get line (re-tested
+/// +17.5% against +4.6% on the tick; its truth is not known). A thread whose switches are mostly a
 /// lock's hand-offs keeps its event at any rate. Never on less than
 /// switch_check_min_cpu_ns: a short stretch says little.
 SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates);
