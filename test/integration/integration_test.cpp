@@ -537,10 +537,15 @@ TEST_F(IntegrationTest, ThreadsQueuedOnAMutexKeepTheirTrapEvents) {
 // --------------------------------------------------------------------------
 constexpr uint64_t kTcpRpcRequests = 8'000;  // ~2.2 s plain
 
+/// tcp_rpc with `flags`, handle_work at 50%, `coz run -v`.
+FixedLineRun run_tcp_rpc(const TempDir& scratch, const std::vector<std::string>& flags = {}) {
+  std::vector<std::string> command{TCP_RPC_EXE, "-n", std::to_string(scaled(kTcpRpcRequests))};
+  command.insert(command.end(), flags.begin(), flags.end());
+  return run_fixed_line(command, marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch, {"-v"});
+}
+
 TEST_F(IntegrationTest, ThreadsWokenByTheProgramOverTcpKeepTheirTrapEvents) {
-  const FixedLineRun run =
-      run_fixed_line({TCP_RPC_EXE, "-n", std::to_string(scaled(kTcpRpcRequests))},
-                     marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch_, {"-v"});
+  const FixedLineRun run = run_tcp_rpc(scratch_);
   ASSERT_TRUE(run.error.empty()) << run.error;
   EXPECT_EQ(run.process.err.find("thread(s) switched more than"), std::string::npos) << run.process.err;
   log_prediction("tcp_rpc handle_work at 50%, client a thread", run.sped_up.program_speedup, 0.249);
@@ -550,9 +555,7 @@ TEST_F(IntegrationTest, ThreadsWokenByTheProgramOverTcpKeepTheirTrapEvents) {
 
 TEST_F(IntegrationTest, ThreadsWokenFromOutsideMoveToWholeCpuEventsAtALowerRate) {
   if (!coz::whole_cpu_events_allowed()) GTEST_SKIP() << "whole-CPU events refused here (not root, perf_event_paranoid > 0)";
-  const FixedLineRun run = run_fixed_line(
-      {TCP_RPC_EXE, "-n", std::to_string(scaled(kTcpRpcRequests)), "--outside-client"},
-      marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch_, {"-v"});
+  const FixedLineRun run = run_tcp_rpc(scratch_, {"--outside-client"});
   ASSERT_TRUE(run.error.empty()) << run.error;
   EXPECT_NE(run.process.err.find("1 thread(s) woken mostly from outside the program switched more than 2000 times "
                                  "per second of their CPU time: sampled from then on by an event on each CPU"),
@@ -568,9 +571,7 @@ TEST_F(IntegrationTest, ThreadsWokenFromOutsideMoveToWholeCpuEventsAtALowerRate)
 
 TEST_F(IntegrationTest, ThreadsWokenFromOutsideKeepTheirTrapEventsInTheRunsOtherProcesses) {
   if (!coz::whole_cpu_events_allowed()) GTEST_SKIP() << "whole-CPU events refused here (not root, perf_event_paranoid > 0)";
-  const FixedLineRun run = run_fixed_line(
-      {TCP_RPC_EXE, "-n", std::to_string(scaled(kTcpRpcRequests)), "--outside-client", "--forked-server"},
-      marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch_, {"-v"});
+  const FixedLineRun run = run_tcp_rpc(scratch_, {"--outside-client", "--forked-server"});
   ASSERT_TRUE(run.error.empty()) << run.error;
   // Each process's events would sample every process: only the run's first opens them.
   EXPECT_EQ(run.process.err.find("thread(s) woken mostly from outside"), std::string::npos) << run.process.err;
@@ -579,9 +580,7 @@ TEST_F(IntegrationTest, ThreadsWokenFromOutsideKeepTheirTrapEventsInTheRunsOther
 
 TEST_F(IntegrationTest, ThreadsWokenFromOutsideKeepTheirTrapEventsWithoutWholeCpuEvents) {
   setenv("COZ_WHOLE_CPU_SAMPLING", "0", 1);
-  const FixedLineRun run = run_fixed_line(
-      {TCP_RPC_EXE, "-n", std::to_string(scaled(kTcpRpcRequests)), "--outside-client"},
-      marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch_, {"-v"});
+  const FixedLineRun run = run_tcp_rpc(scratch_, {"--outside-client"});
   unsetenv("COZ_WHOLE_CPU_SAMPLING");
   ASSERT_TRUE(run.error.empty()) << run.error;
   EXPECT_EQ(run.process.err.find("thread(s) switched more than"), std::string::npos) << run.process.err;
