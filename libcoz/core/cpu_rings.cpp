@@ -72,6 +72,7 @@ bool CpuRings::open(const Settings& settings) {
 bool whole_cpu_events_allowed() {
   CpuRings::Settings settings;
   settings.whole_cpu = true;
+  settings.kernel = true;  // as the runtime opens them (sampler.cpp, open_whole_cpu_rings)
   perf_event_attr attr = attributes(settings);
   attr.disabled = 1;
   const long fd = open_event(attr, true, 0);

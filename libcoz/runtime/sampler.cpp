@@ -478,10 +478,9 @@ void check_switch_rate(const Runtime& rt, ThreadState& t) {
   const auto verdict = sample_policy::switch_verdict(
       stretch, {.any = rt.config.timer_switch_rate, .outside = outside_switch_rate(rt)});
   t.sorting_waits.store(verdict == sample_policy::SwitchVerdict::SortWaits, std::memory_order_relaxed);
-  if (verdict == sample_policy::SwitchVerdict::MoveToWholeCpu) t.whole_cpu_wanted.store(true, std::memory_order_relaxed);
-  if (verdict == sample_policy::SwitchVerdict::MoveToTimer || verdict == sample_policy::SwitchVerdict::MoveToWholeCpu) {
-    t.timer_wanted.store(true, std::memory_order_relaxed);
-  }
+  const bool to_whole_cpu = verdict == sample_policy::SwitchVerdict::MoveToWholeCpu;
+  if (to_whole_cpu) t.whole_cpu_wanted.store(true, std::memory_order_relaxed);
+  if (to_whole_cpu || verdict == sample_policy::SwitchVerdict::MoveToTimer) t.timer_wanted.store(true, std::memory_order_relaxed);
   t.at_switch_check = now;
 }
 

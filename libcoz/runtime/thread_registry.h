@@ -42,9 +42,8 @@ struct ThreadState {
   // pointers within the thread's stack.
   bool timer_mode = false;
   timer_t timer{};
-  // A thread that left its trap event for them (move_to_timer,
-  // whole_cpu_wanted) where whole-CPU events may sample it (sampler.cpp,
-  // g_whole_cpu): once they are open, its
+  // A thread that left its trap event for the whole-CPU events (move_to_timer,
+  // whole_cpu_wanted; sampler.cpp, g_whole_cpu): once they are open, its
   // samples come from them, drained by the profiler thread, and its timer's
   // signals only pay its delays. Set by the thread after timer_mode.
   std::atomic<bool> sampled_by_cpus{false};
