@@ -6,8 +6,11 @@
 //   eventfd   eventfd_write 1, eventfd_read it back
 //   file_write write 64 bytes to a regular file (rewound every 4,096 writes)
 //   file_read read 64 bytes from a regular file (rewound likewise)
-//   epoll     epoll_wait on one descriptor that is always ready (an event
-//             loop's turn when work is waiting)
+//   epoll     epoll_wait on one descriptor that is always ready, timeout 0
+//   epoll_wait_ready   the same with no timeout (-1): an event loop's turn
+//             when work is waiting, which returns at once but could block
+//   socket_nonblocking  sendmsg 16 bytes on a non-blocking socketpair, read
+//             them back (an event loop's request and reply: memcached's)
 //
 // The loops are the lines a --fixed-line run selects (@line:pipe_loop), so
 // that during an experiment the thread credits itself and never pauses:
@@ -16,6 +19,8 @@
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,5 +90,19 @@ int main(int argc, char** argv) {
   start = now_ns();
   for (uint64_t i = 0; i < n; ++i) check(epoll_wait(ep, &ready, 1, 0) == 1, "epoll_wait"); // @line:epoll_loop
   report("epoll", start, n);
+  start = now_ns();
+  for (uint64_t i = 0; i < n; ++i) check(epoll_wait(ep, &ready, 1, -1) == 1, "epoll_wait"); // @line:epoll_wait_ready_loop
+  report("epoll_wait_ready", start, n);
+
+  int sv[2];
+  check(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+  for (int end : sv) check(fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK) == 0, "fcntl");
+  iovec request = {buf, 16};
+  msghdr message = {};
+  message.msg_iov = &request;
+  message.msg_iovlen = 1;
+  start = now_ns();
+  for (uint64_t i = 0; i < n; ++i) check(sendmsg(sv[0], &message, 0) == 16 && read(sv[1], buf, sizeof buf) == 16, "socket"); // @line:socket_nonblocking_loop
+  report("socket_nonblocking", start, 2 * n);
   return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "descriptor_memo.h"
 #include "futex_lock.h"
+#include "nonblocking_set.h"
 #include "reentrancy.h"
 #include "sys.h"
 #include "wake_origin.h"
@@ -124,6 +125,9 @@ uint64_t learn_channel_id(int fd) {
 /// memcached under load.
 DescriptorMemo<4096> g_waited;
 
+/// The descriptors the program made non-blocking (nonblocking_set.h).
+NonBlockingSet g_nonblocking;
+
 /// What WaitedChannel keeps of `fd`; 0 where it cannot be told. A socket
 /// with no peer yet (a listening one, or one whose connect is under way)
 /// waits on its own inode, which goes to `unkept` instead: not remembered,
@@ -177,14 +181,20 @@ uint64_t channel_id(int fd) {
 void forget_channel(int fd) {
   g_channels.forget(fd);
   g_waited.forget(fd);
+  g_nonblocking.forget(fd);
   forget_wake_origin(fd);
 }
 
 void forget_channels(unsigned first, unsigned last) {
   g_channels.forget_range(first, last);
   g_waited.forget_range(first, last);
+  g_nonblocking.forget_range(first, last);
   forget_wake_origins(first, last);
 }
+
+void note_nonblocking(int fd, bool nonblocking) { g_nonblocking.note(fd, nonblocking); }
+
+bool never_blocks(int fd) { return g_nonblocking.has(fd); }
 
 WaitedChannel::WaitedChannel(int fd) : fd_(fd) {
   uint64_t unkept = 0;

@@ -71,10 +71,16 @@ uint64_t channel_id(int fd);
 /// the call binds it. 0 for other families and unnamed addresses.
 uint64_t connect_target_id(const sockaddr* addr, socklen_t len);
 /// After `fd` was closed, replaced (dup2, dup3) or returned by accept; with
-/// what wake_origin.h learned of it.
+/// what wake_origin.h and nonblocking_set.h learned of it.
 void forget_channel(int fd);
 /// After the descriptors from `first` to `last` (inclusive) were closed.
 void forget_channels(unsigned first, unsigned last);
+
+/// After the kernel said whether `fd` is non-blocking (nonblocking_set.h).
+void note_nonblocking(int fd, bool nonblocking);
+/// Whether a call on `fd` cannot block: the program made it non-blocking,
+/// as far as the runtime saw (nonblocking_set.h). No wait bracket then.
+bool never_blocks(int fd);
 
 /// A thread's own signals: whether `record` is a signal to the thread `tid`
 /// or to its whole process.

@@ -9,8 +9,10 @@
 //
 // Most of these calls never block for long, and most waits end with no
 // delay accrued: then nothing is matched (KernelWait::done), and a wrapper
-// costs two clock reads and a few atomic operations. On the write side,
-// nothing is posted outside experiments that insert delays.
+// costs two clock reads and a few atomic operations. A call that cannot
+// block at all (a descriptor the program made non-blocking, MSG_DONTWAIT,
+// a zero timeout) is no wait: no bracket (cannot_block). On the write
+// side, nothing is posted outside experiments that insert delays.
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +20,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -140,6 +143,28 @@ void done_on_fdsets(KernelWait& wait, int nfds, const fd_set* read, const fd_set
   ready.done(wait);
 }
 
+/// Whether a call on `fd` cannot block: the program made the descriptor
+/// non-blocking (nonblocking_set.h) or asked this call not to wait
+/// (MSG_DONTWAIT). Such a call is the thread's own work, not a wait: no
+/// bracket, no clock read. Its wakes still pay first and leave their credit.
+bool cannot_block(int fd, int flags = 0) { return (flags & MSG_DONTWAIT) != 0 || coz::never_blocks(fd); }
+
+/// A poll that returns at once (a zero timeout) as cannot_block.
+bool returns_at_once(int timeout_ms) { return timeout_ms == 0; }
+bool returns_at_once(const struct timespec* timeout) {
+  return timeout && timeout->tv_sec == 0 && timeout->tv_nsec == 0;
+}
+bool returns_at_once(const struct timeval* timeout) { return timeout && timeout->tv_sec == 0 && timeout->tv_usec == 0; }
+
+/// accept's and accept4's new descriptor `fd` (or -1): a number closed
+/// where the runtime could not see it, now a socket whose O_NONBLOCK is
+/// accept4's flag (plain accept's socket is blocking on Linux).
+int accepted(int fd, int flags) {
+  coz::forget_channel(fd);
+  coz::note_nonblocking(fd, (flags & SOCK_NONBLOCK) != 0);
+  return fd;
+}
+
 /// A signal ended the wait: claims a signal a thread of this process sent.
 void done_on_signal(KernelWait& wait) {
   int tid = coz::sys::gettid();
@@ -153,8 +178,18 @@ bool is_unlock(int cmd, void* arg) {
          static_cast<const struct flock*>(arg)->l_type == F_UNLCK;
 }
 
+/// fcntl, seen by the runtime: the lock commands as above, and what the
+/// kernel says of O_NONBLOCK (F_SETFL, F_GETFL: nonblocking_set.h).
 template <typename Fcntl>
-int fcntl_with_locks(Fcntl real_fcntl, int fd, int cmd, void* arg) {
+int fcntl_seen(Fcntl real_fcntl, int fd, int cmd, void* arg) {
+  if (cmd == F_SETFL || cmd == F_GETFL) {
+    int ret = real_fcntl(fd, cmd, arg);
+    if (ret >= 0) {
+      const auto flags = cmd == F_GETFL ? ret : static_cast<int>(reinterpret_cast<intptr_t>(arg));
+      coz::note_nonblocking(fd, (flags & O_NONBLOCK) != 0);
+    }
+    return ret;
+  }
   if (is_unlock(cmd, arg)) {
     wake_through_kernel(WakeKind::Unlock, fd);
     return real_fcntl(fd, cmd, arg);
@@ -181,6 +216,7 @@ extern "C" {
 /// pipe or socket: it leaves its credit first, as a write does.
 ssize_t read(int fd, void* buf, size_t count) {
   wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
+  if (cannot_block(fd)) return functions().read(fd, buf, count);
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().read(fd, buf, count);
   done_on(w, fd);
@@ -190,6 +226,7 @@ ssize_t read(int fd, void* buf, size_t count) {
 /// As read (-D_FORTIFY_SOURCE builds call this one).
 ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen) {
   wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
+  if (cannot_block(fd)) return functions().__read_chk(fd, buf, count, buflen);
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().__read_chk(fd, buf, count, buflen);
   done_on(w, fd);
@@ -199,6 +236,7 @@ ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen) {
 /// As read.
 ssize_t readv(int fd, const struct iovec* iov, int iovcnt) {
   wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
+  if (cannot_block(fd)) return functions().readv(fd, iov, iovcnt);
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().readv(fd, iov, iovcnt);
   done_on(w, fd);
@@ -208,6 +246,7 @@ ssize_t readv(int fd, const struct iovec* iov, int iovcnt) {
 /// As read.
 ssize_t recv(int fd, void* buf, size_t len, int flags) {
   wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
+  if (cannot_block(fd, flags)) return functions().recv(fd, buf, len, flags);
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().recv(fd, buf, len, flags);
   done_on(w, fd);
@@ -217,6 +256,7 @@ ssize_t recv(int fd, void* buf, size_t len, int flags) {
 /// As read.
 ssize_t __recv_chk(int fd, void* buf, size_t len, size_t buflen, int flags) {
   wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
+  if (cannot_block(fd, flags)) return functions().__recv_chk(fd, buf, len, buflen, flags);
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().__recv_chk(fd, buf, len, buflen, flags);
   done_on(w, fd);
@@ -226,6 +266,7 @@ ssize_t __recv_chk(int fd, void* buf, size_t len, size_t buflen, int flags) {
 /// As read.
 ssize_t recvfrom(int fd, void* buf, size_t len, int flags, struct sockaddr* from, socklen_t* from_len) {
   wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
+  if (cannot_block(fd, flags)) return functions().recvfrom(fd, buf, len, flags, from, from_len);
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().recvfrom(fd, buf, len, flags, from, from_len);
   done_on(w, fd);
@@ -236,6 +277,7 @@ ssize_t recvfrom(int fd, void* buf, size_t len, int flags, struct sockaddr* from
 ssize_t __recvfrom_chk(int fd, void* buf, size_t len, size_t buflen, int flags, struct sockaddr* from,
                        socklen_t* from_len) {
   wake_through_kernel(WakeKind::Read, fd);
+  if (cannot_block(fd, flags)) return functions().__recvfrom_chk(fd, buf, len, buflen, flags, from, from_len);
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().__recvfrom_chk(fd, buf, len, buflen, flags, from, from_len);
   done_on(w, fd);
@@ -245,6 +287,7 @@ ssize_t __recvfrom_chk(int fd, void* buf, size_t len, size_t buflen, int flags, 
 /// As read.
 ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
   wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
+  if (cannot_block(fd, flags)) return functions().recvmsg(fd, msg, flags);
   KernelWait w(WaitKind::Io);
   ssize_t ret = functions().recvmsg(fd, msg, flags);
   done_on(w, fd);
@@ -254,6 +297,7 @@ ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
 /// As read.
 int recvmmsg(int fd, struct mmsghdr* vec, unsigned int vlen, int flags, struct timespec* timeout) {
   wake_through_kernel(WakeKind::Read, fd);  // may make room for a blocked writer
+  if (cannot_block(fd, flags)) return functions().recvmmsg(fd, vec, vlen, flags, timeout);
   KernelWait w(WaitKind::Io);
   int ret = functions().recvmmsg(fd, vec, vlen, flags, timeout);
   done_on(w, fd);
@@ -262,6 +306,7 @@ int recvmmsg(int fd, struct mmsghdr* vec, unsigned int vlen, int flags, struct t
 
 /// As read (glibc's eventfd_read does not go through read).
 int eventfd_read(int fd, eventfd_t* value) {
+  if (cannot_block(fd)) return functions().eventfd_read(fd, value);
   KernelWait w(WaitKind::Io);
   int ret = functions().eventfd_read(fd, value);
   done_on(w, fd);
@@ -270,18 +315,18 @@ int eventfd_read(int fd, eventfd_t* value) {
 
 /// Woken by a connect from a thread of the program (claims its credit) or from outside (pays).
 int accept(int fd, struct sockaddr* addr, socklen_t* addr_len) {
+  if (cannot_block(fd)) return accepted(functions().accept(fd, addr, addr_len), 0);
   KernelWait w(WaitKind::Io);
-  int ret = functions().accept(fd, addr, addr_len);
-  coz::forget_channel(ret);  // a number closed where the runtime could not see it
+  int ret = accepted(functions().accept(fd, addr, addr_len), 0);
   done_on(w, fd);  // the listener: a connect to its address ended the wait
   return ret;
 }
 
 /// As accept.
 int accept4(int fd, struct sockaddr* addr, socklen_t* addr_len, int flags) {
+  if (cannot_block(fd)) return accepted(functions().accept4(fd, addr, addr_len, flags), flags);
   KernelWait w(WaitKind::Io);
-  int ret = functions().accept4(fd, addr, addr_len, flags);
-  coz::forget_channel(ret);  // a number closed where the runtime could not see it
+  int ret = accepted(functions().accept4(fd, addr, addr_len, flags), flags);
   done_on(w, fd);  // the listener: a connect to its address ended the wait
   return ret;
 }
@@ -290,6 +335,7 @@ int accept4(int fd, struct sockaddr* addr, socklen_t* addr_len, int flags) {
 
 /// Claims the credit of a write that made one of the returned descriptors ready.
 int epoll_wait(int epfd, struct epoll_event* events, int max_events, int timeout) {
+  if (returns_at_once(timeout)) return functions().epoll_wait(epfd, events, max_events, timeout);
   KernelWait w(WaitKind::Poll);
   int ret = functions().epoll_wait(epfd, events, max_events, timeout);
   done_on_events(w, epfd, events, ret);
@@ -298,6 +344,7 @@ int epoll_wait(int epfd, struct epoll_event* events, int max_events, int timeout
 
 /// As epoll_wait.
 int epoll_pwait(int epfd, struct epoll_event* events, int max_events, int timeout, const sigset_t* mask) {
+  if (returns_at_once(timeout)) return functions().epoll_pwait(epfd, events, max_events, timeout, mask);
   KernelWait w(WaitKind::Poll);
   int ret = functions().epoll_pwait(epfd, events, max_events, timeout, mask);
   done_on_events(w, epfd, events, ret);
@@ -307,6 +354,7 @@ int epoll_pwait(int epfd, struct epoll_event* events, int max_events, int timeou
 /// As epoll_wait.
 int epoll_pwait2(int epfd, struct epoll_event* events, int max_events, const struct timespec* timeout,
                  const sigset_t* mask) {
+  if (returns_at_once(timeout)) return functions().epoll_pwait2(epfd, events, max_events, timeout, mask);
   KernelWait w(WaitKind::Poll);
   int ret = functions().epoll_pwait2(epfd, events, max_events, timeout, mask);
   done_on_events(w, epfd, events, ret);
@@ -322,6 +370,7 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) {
 
 /// As epoll_wait.
 int poll(struct pollfd* fds, nfds_t nfds, int timeout) {
+  if (returns_at_once(timeout)) return functions().poll(fds, nfds, timeout);
   KernelWait w(WaitKind::Poll);
   int ret = functions().poll(fds, nfds, timeout);
   done_on_pollfds(w, fds, nfds, ret);
@@ -330,6 +379,7 @@ int poll(struct pollfd* fds, nfds_t nfds, int timeout) {
 
 /// As poll.
 int __poll_chk(struct pollfd* fds, nfds_t nfds, int timeout, size_t fds_len) {
+  if (returns_at_once(timeout)) return functions().__poll_chk(fds, nfds, timeout, fds_len);
   KernelWait w(WaitKind::Poll);
   int ret = functions().__poll_chk(fds, nfds, timeout, fds_len);
   done_on_pollfds(w, fds, nfds, ret);
@@ -338,6 +388,7 @@ int __poll_chk(struct pollfd* fds, nfds_t nfds, int timeout, size_t fds_len) {
 
 /// As poll.
 int ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout, const sigset_t* mask) {
+  if (returns_at_once(timeout)) return functions().ppoll(fds, nfds, timeout, mask);
   KernelWait w(WaitKind::Poll);
   int ret = functions().ppoll(fds, nfds, timeout, mask);
   done_on_pollfds(w, fds, nfds, ret);
@@ -347,6 +398,7 @@ int ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout, const
 /// As poll.
 int __ppoll_chk(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout, const sigset_t* mask,
                 size_t fds_len) {
+  if (returns_at_once(timeout)) return functions().__ppoll_chk(fds, nfds, timeout, mask, fds_len);
   KernelWait w(WaitKind::Poll);
   int ret = functions().__ppoll_chk(fds, nfds, timeout, mask, fds_len);
   done_on_pollfds(w, fds, nfds, ret);
@@ -356,6 +408,7 @@ int __ppoll_chk(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout,
 /// As epoll_wait, over the read and exception sets (a write set's readiness is
 /// room to write, which no thread of the program hands over).
 int select(int nfds, fd_set* read, fd_set* write, fd_set* except, struct timeval* timeout) {
+  if (returns_at_once(timeout)) return functions().select(nfds, read, write, except, timeout);
   KernelWait w(WaitKind::Poll);
   int ret = functions().select(nfds, read, write, except, timeout);
   done_on_fdsets(w, nfds, read, except, ret);
@@ -365,6 +418,7 @@ int select(int nfds, fd_set* read, fd_set* write, fd_set* except, struct timeval
 /// As select.
 int pselect(int nfds, fd_set* read, fd_set* write, fd_set* except, const struct timespec* timeout,
             const sigset_t* mask) {
+  if (returns_at_once(timeout)) return functions().pselect(nfds, read, write, except, timeout, mask);
   KernelWait w(WaitKind::Poll);
   int ret = functions().pselect(nfds, read, write, except, timeout, mask);
   done_on_fdsets(w, nfds, read, except, ret);
@@ -379,6 +433,7 @@ int pselect(int nfds, fd_set* read, fd_set* write, fd_set* except, const struct 
 /// accrued meanwhile, as a running thread would.
 ssize_t write(int fd, const void* buf, size_t count) {
   wake_through_kernel(WakeKind::Write, fd);
+  if (cannot_block(fd)) return functions().write(fd, buf, count);
   KernelWait w(WaitKind::Io, KernelWait::Timing::Untimed);
   ssize_t ret = functions().write(fd, buf, count);
   done_writing(w, fd);
@@ -388,6 +443,7 @@ ssize_t write(int fd, const void* buf, size_t count) {
 /// As write.
 ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
   wake_through_kernel(WakeKind::Write, fd);
+  if (cannot_block(fd)) return functions().writev(fd, iov, iovcnt);
   KernelWait w(WaitKind::Io, KernelWait::Timing::Untimed);
   ssize_t ret = functions().writev(fd, iov, iovcnt);
   done_writing(w, fd);
@@ -397,6 +453,7 @@ ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
 /// As write.
 ssize_t send(int fd, const void* buf, size_t len, int flags) {
   wake_through_kernel(WakeKind::Write, fd);
+  if (cannot_block(fd, flags)) return functions().send(fd, buf, len, flags);
   KernelWait w(WaitKind::Io, KernelWait::Timing::Untimed);
   ssize_t ret = functions().send(fd, buf, len, flags);
   done_writing(w, fd);
@@ -406,6 +463,7 @@ ssize_t send(int fd, const void* buf, size_t len, int flags) {
 /// As write.
 ssize_t sendto(int fd, const void* buf, size_t len, int flags, const struct sockaddr* to, socklen_t to_len) {
   wake_through_kernel(WakeKind::Write, fd);
+  if (cannot_block(fd, flags)) return functions().sendto(fd, buf, len, flags, to, to_len);
   KernelWait w(WaitKind::Io, KernelWait::Timing::Untimed);
   ssize_t ret = functions().sendto(fd, buf, len, flags, to, to_len);
   done_writing(w, fd);
@@ -415,6 +473,7 @@ ssize_t sendto(int fd, const void* buf, size_t len, int flags, const struct sock
 /// As write.
 ssize_t sendmsg(int fd, const struct msghdr* msg, int flags) {
   wake_through_kernel(WakeKind::Write, fd);
+  if (cannot_block(fd, flags)) return functions().sendmsg(fd, msg, flags);
   KernelWait w(WaitKind::Io, KernelWait::Timing::Untimed);
   ssize_t ret = functions().sendmsg(fd, msg, flags);
   done_writing(w, fd);
@@ -568,7 +627,7 @@ int fcntl(int fd, int cmd, ...) {
   va_start(ap, cmd);
   void* arg = va_arg(ap, void*);
   va_end(ap);
-  return fcntl_with_locks(functions().fcntl, fd, cmd, arg);
+  return fcntl_seen(functions().fcntl, fd, cmd, arg);
 }
 
 /// As fcntl (what -D_FILE_OFFSET_BITS=64 builds call).
@@ -578,7 +637,7 @@ int fcntl64(int fd, int cmd, ...) {
   void* arg = va_arg(ap, void*);
   va_end(ap);
   auto real_fcntl = functions().fcntl64 ? functions().fcntl64 : functions().fcntl;
-  return fcntl_with_locks(real_fcntl, fd, cmd, arg);
+  return fcntl_seen(real_fcntl, fd, cmd, arg);
 }
 
 }  // extern "C"

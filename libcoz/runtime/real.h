@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <threads.h>
 #include <time.h>
 #include <unistd.h>
@@ -141,7 +142,8 @@ namespace coz::real {
   X(waitid, true, nullptr)                                     \
   X(flock, true, nullptr)                                      \
   X(fcntl, true, nullptr)                                      \
-  X(fcntl64, false, nullptr)
+  X(fcntl64, false, nullptr)                                   \
+  X(ioctl, true, nullptr)
 
 // C11 threads (interpose.cpp): glibc implements them on its internal
 // pthread aliases, which never reach the pthread wrappers.

@@ -1,7 +1,8 @@
 // Who pays for the delays that accrued while a thread waited?
 //
 // For each way one thread can wait for another (a pipe, an eventfd, a
-// socket, epoll, poll, select, accept, a signal, a file lock, C11 threads)
+// socket, epoll, poll, select, accept, a signal, a file lock, C11 threads;
+// a pipe read at a number that was a non-blocking descriptor once)
 // and for waits the outside world ends (a child process, a timer), rounds
 // of: the waiter blocks; the waker spins ~20 ms on the line marked
 // `selected` (run under `coz run --fixed-line <that line> --fixed-speedup 50`,
@@ -32,6 +33,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -175,6 +177,47 @@ static void wake_sendmsg_socket(void) {
   m.msg_iov = &v;
   m.msg_iovlen = 1;
   if (sendmsg(g_fd[1], &m, 0) != 1) die("sendmsg");
+}
+
+// blocking again: a read on a descriptor that was non-blocking once (the
+// runtime then skips the wait's bracket) must be a wait again once the
+// number is reused or the flag cleared
+static void nonblocking(int fd, int on) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK) != 0) die("fcntl");
+}
+/// A pipe at the numbers of a non-blocking socketpair, closed.
+static void setup_pipe_over_nonblocking(void) {
+  int s[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, s) != 0) die("socketpair");
+  nonblocking(s[0], 1);
+  nonblocking(s[1], 1);
+  close(s[0]);
+  close(s[1]);
+  setup_pipe();
+  if (g_fd[0] != s[0] && g_fd[0] != s[1]) die("pipe at a new number");
+}
+/// A pipe made non-blocking, then blocking again.
+static void setup_pipe_setfl_cleared(void) {
+  setup_pipe();
+  nonblocking(g_fd[0], 1);
+  nonblocking(g_fd[0], 0);
+}
+static void setup_pipe_fionbio_cleared(void) {
+  setup_pipe();
+  int on = 1, off = 0;
+  if (ioctl(g_fd[0], FIONBIO, &on) != 0 || ioctl(g_fd[0], FIONBIO, &off) != 0) die("ioctl");
+}
+/// A pipe's read end dup2'ed over a non-blocking socket's number.
+static void setup_pipe_dup2_over_nonblocking(void) {
+  int s[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, s) != 0) die("socketpair");
+  nonblocking(s[0], 1);
+  setup_pipe();
+  if (dup2(g_fd[0], s[0]) != s[0]) die("dup2");
+  close(g_fd[0]);
+  close(s[1]);
+  g_fd[0] = s[0];
 }
 
 /// A loopback TCP connection: g_fd[0] the accepted end (the waiter's), g_fd[1] the client's.
@@ -458,6 +501,11 @@ static const struct kind g_kinds[] = {
     {"ofd_lock", setup_file_lock, wait_ofd_lock, wake_ofd_unlock, teardown_file_lock},
     {"c11_cnd", setup_c11, wait_cnd, wake_cnd, nothing},
     {"c11_mtx", setup_c11, wait_mtx, wake_mtx, nothing},
+    {"read_pipe_over_nonblocking", setup_pipe_over_nonblocking, wait_read_pipe, wake_write_pipe, close_all},
+    {"read_pipe_setfl_cleared", setup_pipe_setfl_cleared, wait_read_pipe, wake_write_pipe, close_all},
+    {"read_pipe_fionbio_cleared", setup_pipe_fionbio_cleared, wait_read_pipe, wake_write_pipe, close_all},
+    {"read_pipe_dup2_over_nonblocking", setup_pipe_dup2_over_nonblocking, wait_read_pipe, wake_write_pipe,
+     close_all},
     // woken from outside: these pay
     {"outside_child_pipe", setup_child_writer, wait_child_pipe, NULL, teardown_child_writer},
     {"outside_timerfd", setup_timerfd, wait_timerfd, NULL, close_all},
