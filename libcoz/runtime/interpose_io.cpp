@@ -157,11 +157,12 @@ bool returns_at_once(const struct timespec* timeout) {
 bool returns_at_once(const struct timeval* timeout) { return timeout && timeout->tv_sec == 0 && timeout->tv_usec == 0; }
 
 /// accept's and accept4's new descriptor `fd` (or -1): a number closed
-/// where the runtime could not see it, now a socket whose O_NONBLOCK is
-/// accept4's flag (plain accept's socket is blocking on Linux).
+/// where the runtime could not see it (forget_channel clears its mark too),
+/// now a socket that is non-blocking only if accept4 asked (plain accept's
+/// socket is blocking on Linux).
 int accepted(int fd, int flags) {
   coz::forget_channel(fd);
-  coz::note_nonblocking(fd, (flags & SOCK_NONBLOCK) != 0);
+  if (flags & SOCK_NONBLOCK) coz::note_nonblocking(fd, true);
   return fd;
 }
 
