@@ -145,10 +145,12 @@ constexpr uint64_t blocked_wait_min_ns = 5'000;
 
 /// Context switches per second of CPU time above which a thread leaves its
 /// trap event (0: never): `any` whatever woke it, `outside` when mostly
-/// something outside the program did.
+/// something outside the program did (where whole-CPU events can sample
+/// it), `preempted` when three in four of its switches were preemptions.
 struct SwitchRates {
   uint64_t any = 0;
   uint64_t outside = 0;
+  uint64_t preempted = 0;
 };
 
 /// What a look at a thread's switches decides (switch_verdict).
@@ -199,9 +201,16 @@ enum class SwitchVerdict {
 /// Config::timer_switch_rate_outside). Those that move at `any` stay on the
 /// tick, measured right there (memcached's workers); on whole-CPU events
 /// too, memcached's sendmsg line overtook its injected get line (re-tested
-/// +17.5% against +4.6% on the tick; its truth is not known). A thread whose switches are mostly a
-/// lock's hand-offs keeps its event at any rate. Never on less than
-/// switch_check_min_cpu_ns: a short stretch says little.
+/// +17.5% against +4.6% on the tick, on Linux 6.1). A thread three in four
+/// of whose switches are preemptions moves to the tick at the lower rate:
+/// it hardly waits, so who ends its waits says nothing, and the whole-CPU
+/// events would tax every process for it (Linux 6.18's scheduler preempts
+/// memcached's workers for the clients they wake: ~12,000 switches per
+/// CPU-second under profiling, 1 in 40 voluntary; their answer on the tick
+/// and on whole-CPU events alike ranks sendmsg first, which its measured
+/// slowdown bears out: bench/real/memcached.py). A thread whose switches
+/// are mostly a lock's hand-offs keeps its event at any rate. Never on less
+/// than switch_check_min_cpu_ns: a short stretch says little.
 SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates);
 
 /// The least CPU time a look at a thread's switches covers; a look that

@@ -476,7 +476,9 @@ void check_switch_rate(const Runtime& rt, ThreadState& t) {
       .cpu_ns = now.cpu_ns - then.cpu_ns,
   };
   const auto verdict = sample_policy::switch_verdict(
-      stretch, {.any = rt.config.timer_switch_rate, .outside = outside_switch_rate(rt)});
+      stretch, {.any = rt.config.timer_switch_rate,
+                .outside = outside_switch_rate(rt),
+                .preempted = rt.config.timer_switch_rate_outside});
   t.sorting_waits.store(verdict == sample_policy::SwitchVerdict::SortWaits, std::memory_order_relaxed);
   const bool to_whole_cpu = verdict == sample_policy::SwitchVerdict::MoveToWholeCpu;
   if (to_whole_cpu) t.whole_cpu_wanted.store(true, std::memory_order_relaxed);
