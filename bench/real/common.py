@@ -315,6 +315,16 @@ def rank_among(effects, point, line, lines=()):
     return None, None
 
 
+def rank_excusing(effects, point, rank, lines):
+    """RANK less the point's effects ranked above it at LINES: lines whose
+    own truth (a real slowdown that cost more than the injected line's)
+    says they matter more, and so may rightly rank above it."""
+    if rank is None:
+        return None
+    above = [e for e in effects if e["point"] == point][:rank - 1]
+    return rank - sum(1 for e in above if any(location(e["line"]).endswith(l) for l in lines))
+
+
 def settled_top(effects, point, n=5):
     return [e["line"] for e in effects if e["point"] == point and e["label"] in ("positive", "negative")][:n]
 
