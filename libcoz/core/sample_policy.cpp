@@ -74,11 +74,13 @@ SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates) {
     return rate != 0 && static_cast<double>(switches) * 1e9 > static_cast<double>(rate) * static_cast<double>(stretch.cpu_ns);
   };
   if (above(rates.any)) return SwitchVerdict::MoveToTimer;
-  // Who ends its waits does not matter to a thread that hardly waits: it
-  // runs between preemptions, which the tick's timer samples as its event
-  // would, at no cost to any other process (the whole-CPU events sample
-  // every process on every CPU).
-  if (mostly_preempted) return above(rates.preempted) ? SwitchVerdict::MoveToTimer : SwitchVerdict::KeepEvent;
+  // Who ends its waits says nothing of a thread that hardly waits: the
+  // whole-CPU events sample it as finely as its event, with nothing to pay
+  // at a switch; where there are none, its timer samples it on the tick.
+  if (mostly_preempted) {
+    if (above(rates.outside)) return SwitchVerdict::MoveToWholeCpu;
+    return above(rates.preempted) ? SwitchVerdict::MoveToTimer : SwitchVerdict::KeepEvent;
+  }
   if (!above(rates.outside)) return SwitchVerdict::KeepEvent;
   const bool mostly_outside = stretch.outside_waits > 0 && stretch.outside_waits * 2 >= voluntary &&
                               stretch.outside_waits >= 3 * (stretch.program_waits + stretch.lock_waits);

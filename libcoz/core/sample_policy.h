@@ -202,13 +202,16 @@ enum class SwitchVerdict {
 /// tick, measured right there (memcached's workers); on whole-CPU events
 /// too, memcached's sendmsg line overtook its injected get line (re-tested
 /// +17.5% against +4.6% on the tick, on Linux 6.1). A thread three in four
-/// of whose switches are preemptions moves to the tick at the lower rate:
-/// it hardly waits, so who ends its waits says nothing, and the whole-CPU
-/// events would tax every process for it (Linux 6.18's scheduler preempts
-/// memcached's workers for the clients they wake: ~12,000 switches per
-/// CPU-second under profiling, 1 in 40 voluntary; their answer on the tick
-/// and on whole-CPU events alike ranks sendmsg first, which its measured
-/// slowdown bears out: bench/real/memcached.py). A thread whose switches
+/// of whose switches are preemptions hardly waits, so who ends its waits
+/// says nothing: above the lower rate it moves without sorting them, to the
+/// whole-CPU events, or where there are none to its timer
+/// (`rates.preempted`); and its few lock waits do not keep its event.
+/// Linux 6.18's scheduler preempts memcached's workers and nghttpd's loops
+/// for the clients they wake (memcached's: ~12,000 switches per CPU-second
+/// under profiling, 1 in 40 voluntary); one lock wait among a worker's
+/// few voluntary switches kept it on its trap event. Both answers there
+/// rank memcached's sendmsg first, which its measured slowdown bears out
+/// (bench/real/memcached.py). A thread whose switches
 /// are mostly a lock's hand-offs keeps its event at any rate. Never on less
 /// than switch_check_min_cpu_ns: a short stretch says little.
 SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates);
