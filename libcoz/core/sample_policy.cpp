@@ -58,10 +58,10 @@ SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates) {
   auto minus = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };  // never below 0
   const uint64_t switches = minus(stretch.switches, stretch.delay_sleeps);
   const uint64_t voluntary = minus(stretch.voluntary, stretch.delay_sleeps);
-  // Three in four of its switches preemptions: Linux 6.6's scheduler
-  // preempts memcached's workers for the clients they wake, ~22,000 times
-  // per CPU-second, 1 in 1,000 of their switches voluntary. Such a thread
-  // pays for them at its event, and its few waits say nothing of it.
+  // Three in four of its switches preemptions: Linux 6.18's scheduler
+  // preempts memcached's workers for the clients they wake (plain, ~22,000
+  // times per CPU-second, 1 switch in 1,000 voluntary). Such a thread pays
+  // for them at its event, and its few waits say nothing of it.
   const bool mostly_preempted = voluntary * 4 <= switches;
   // A lock's hand-offs: a waiter woken as the mutex is released often finds
   // it taken again by a thread that was running, and sleeps again
