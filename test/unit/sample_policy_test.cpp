@@ -181,7 +181,7 @@ TEST(SamplePolicy, TheProgramsOwnSwitchesDecideNotTheRuntimes) {
   EXPECT_FALSE(prefers(100, 0, 600));
 }
 
-TEST(SamplePolicy, AThreadMostlyPreemptedMovesToItsTimer) {
+TEST(SamplePolicy, AThreadMostlyPreemptedMovesWithoutSortingItsWaits) {
   auto verdict = [](uint64_t switches, uint64_t voluntary, uint64_t lock_waits, uint64_t outside = 0) {
     return switch_verdict(SwitchStretch{.switches = switches, .voluntary = voluntary, .lock_waits = lock_waits,
                                         .outside_waits = outside, .cpu_ns = 32 * ms},
