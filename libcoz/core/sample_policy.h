@@ -211,9 +211,9 @@ enum class SwitchVerdict {
 /// under profiling, 1 in 40 voluntary); one lock wait among a worker's
 /// few voluntary switches kept it on its trap event. Both answers there
 /// rank memcached's sendmsg first, which its measured slowdown bears out
-/// (bench/real/memcached.py). A thread whose switches
-/// are mostly a lock's hand-offs keeps its event at any rate. Never on less
-/// than switch_check_min_cpu_ns: a short stretch says little.
+/// (bench/real/memcached.py). A thread whose switches are mostly a lock's
+/// hand-offs keeps its event at any rate. Never on less than
+/// switch_check_min_cpu_ns: a short stretch says little.
 SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates);
 
 /// The least CPU time a look at a thread's switches covers; a look that
