@@ -76,9 +76,7 @@ struct Config {
   /// the tick's samples of its loops left 11% of the experiments without a
   /// sample in their line, and its top line got half the experiments in a
   /// run of the same length (docs/lifecycle.md, "Lower for threads woken
-  /// from outside"). It is also the rate above which a thread three in four
-  /// of whose switches are preemptions moves: to whole-CPU events, or where
-  /// there are none to its timer (sample_policy::SwitchRates::preempted).
+  /// from outside").
   uint64_t timer_switch_rate_outside = 2'000;
 
   /// Every experiment is a 0% baseline (--fixed-speedup 0): no delay is ever inserted.

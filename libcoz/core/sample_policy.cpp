@@ -58,29 +58,20 @@ SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates) {
   auto minus = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };  // never below 0
   const uint64_t switches = minus(stretch.switches, stretch.delay_sleeps);
   const uint64_t voluntary = minus(stretch.voluntary, stretch.delay_sleeps);
-  // Three in four of its switches preemptions: Linux 6.18's scheduler
-  // preempts memcached's workers for the clients they wake (plain, ~22,000
-  // times per CPU-second, 1 switch in 1,000 voluntary). Such a thread pays
-  // for them at its event, and its few waits say nothing of it.
-  const bool mostly_preempted = voluntary * 4 <= switches;
   // A lock's hand-offs: a waiter woken as the mutex is released often finds
   // it taken again by a thread that was running, and sleeps again
-  // (lock_contention's workers: 2-3 voluntary switches per wait).
-  if (!mostly_preempted && stretch.lock_waits > 0 && stretch.lock_waits * 4 >= voluntary) {
-    return SwitchVerdict::KeepEvent;
-  }
+  // (lock_contention's workers: 2-3 voluntary switches per wait). They must
+  // also be a share of all its switches: a thread preempted thousands of
+  // times a second for each wait it makes (memcached's workers on Linux
+  // 6.18) pays for the preemptions, whatever its few waits were.
+  const bool lock_hand_offs = stretch.lock_waits > 0 && stretch.lock_waits * 4 >= voluntary &&
+                              stretch.lock_waits * lock_wait_share_of_switches >= switches;
+  if (lock_hand_offs) return SwitchVerdict::KeepEvent;
   // switches / (cpu_ns / 1e9) > rate, without overflow for any count a thread reaches.
   auto above = [&](uint64_t rate) {
     return rate != 0 && static_cast<double>(switches) * 1e9 > static_cast<double>(rate) * static_cast<double>(stretch.cpu_ns);
   };
   if (above(rates.any)) return SwitchVerdict::MoveToTimer;
-  // Who ends its waits says nothing of a thread that hardly waits: the
-  // whole-CPU events sample it as finely as its event, with nothing to pay
-  // at a switch; where there are none, its timer samples it on the tick.
-  if (mostly_preempted) {
-    if (above(rates.outside)) return SwitchVerdict::MoveToWholeCpu;
-    return above(rates.preempted) ? SwitchVerdict::MoveToTimer : SwitchVerdict::KeepEvent;
-  }
   if (!above(rates.outside)) return SwitchVerdict::KeepEvent;
   const bool mostly_outside = stretch.outside_waits > 0 && stretch.outside_waits * 2 >= voluntary &&
                               stretch.outside_waits >= 3 * (stretch.program_waits + stretch.lock_waits);

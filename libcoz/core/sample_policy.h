@@ -143,14 +143,23 @@ struct SwitchStretch {
 /// count it.
 constexpr uint64_t blocked_wait_min_ns = 5'000;
 
+/// A thread's lock waits keep it on its trap event only when at least one
+/// in this many of its switches is one. lock_contention's workers: 1 in 1.6
+/// (median look) plain, 1 in 3.3 beside two busy loops (the preemptions
+/// grow with the machine's load), 1 in 8 in their sparsest look of either;
+/// memcached's workers on Linux 6.18, which
+/// the scheduler preempts for the clients they wake: 1 in several hundred
+/// (one lock wait among 1-10 voluntary switches and ~400 preemptions in
+/// a 32-ms look), which kept a worker on its event at stop 43's start, at
+/// +14% of its throughput against +2.5% with every thread on its timer.
+constexpr uint64_t lock_wait_share_of_switches = 32;
+
 /// Context switches per second of CPU time above which a thread leaves its
 /// trap event (0: never): `any` whatever woke it, `outside` when mostly
-/// something outside the program did (where whole-CPU events can sample
-/// it), `preempted` when three in four of its switches were preemptions.
+/// something outside the program did.
 struct SwitchRates {
   uint64_t any = 0;
   uint64_t outside = 0;
-  uint64_t preempted = 0;
 };
 
 /// What a look at a thread's switches decides (switch_verdict).
@@ -201,20 +210,22 @@ enum class SwitchVerdict {
 /// Config::timer_switch_rate_outside). Those that move at `any` stay on the
 /// tick, measured right there (memcached's workers); on whole-CPU events
 /// too, memcached's sendmsg line overtook its injected get line (re-tested
-/// +17.5% against +4.6% on the tick, on Linux 6.1). A thread three in four
-/// of whose switches are preemptions hardly waits, so who ends its waits
-/// says nothing: above the lower rate it moves without sorting them, to the
-/// whole-CPU events, or where there are none to its timer
-/// (`rates.preempted`); and its few lock waits do not keep its event.
-/// Linux 6.18's scheduler preempts memcached's workers and nghttpd's loops
-/// for the clients they wake (memcached's: ~12,000 switches per CPU-second
-/// under profiling, 1 in 40 voluntary); one lock wait among a worker's
-/// few voluntary switches kept it on its trap event. Both answers there
-/// rank memcached's sendmsg first, which its measured slowdown bears out
-/// (bench/real/memcached.py). A thread whose switches are mostly a lock's
-/// hand-offs keeps its event at any rate. Never on less than
+/// +17.5% against +4.6% on the tick, on Linux 6.1), and its measured
+/// slowdown bears that ranking out (bench/real/memcached.py, "send
+/// slower"). A thread whose switches are mostly a lock's hand-offs keeps
+/// its event at any rate: a quarter of its voluntary switches, and one in
+/// lock_wait_share_of_switches of all of them. Never on less than
 /// switch_check_min_cpu_ns: a short stretch says little.
 SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates);
+
+/// A thread leaves its trap event for good, so only when this many looks
+/// in a row say it should (the last one says for what). One look covers
+/// 32 samples: lock_contention's workers beside two busy loops made, in
+/// one look in ~50, 5-7 voluntary switches per lock wait instead of 2-3
+/// (a waiter woken, the mutex taken again, asleep again), and a single
+/// look moved 1-2 of its 4 workers per run at COZ_TIMER_SWITCH_RATE=1;
+/// no worker had two such looks in a row.
+constexpr uint32_t looks_before_a_move = 2;
 
 /// The least CPU time a look at a thread's switches covers; a look that
 /// comes sooner (32 samples at a period shortened for an experiment) waits

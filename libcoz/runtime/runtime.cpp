@@ -516,14 +516,13 @@ void summarize_run(const Runtime& rt) {
   }
   if (!walks.empty()) log::info("stack walks: {}", walks);
   if (uint64_t n = rt.stats.threads_on_timers.load()) {
-    log::info("{} thread(s) switched more than {} times per second of their CPU time (more than {} if mostly "
-              "preempted, without events on each CPU): sampled from then on by a CPU-time timer, which costs nothing "
-              "at a switch and samples on the scheduler's tick",
-              n, rt.config.timer_switch_rate, rt.config.timer_switch_rate_outside);
+    log::info("{} thread(s) switched more than {} times per second of their CPU time: sampled from then on by a "
+              "CPU-time timer, which costs nothing at a switch and samples on the scheduler's tick",
+              n, rt.config.timer_switch_rate);
   }
   if (uint64_t n = rt.stats.threads_on_whole_cpu.load()) {
-    log::info("{} thread(s) woken mostly from outside the program, or mostly preempted, switched more than {} times "
-              "per second of their CPU time: sampled from then on {}",
+    log::info("{} thread(s) woken mostly from outside the program switched more than {} times per second of their "
+              "CPU time: sampled from then on {}",
               n, outside_switch_rate(rt),
               whole_cpu_sampling() ? "by an event on each CPU, which costs nothing at a switch (their CPU-time "
                                      "timers pay their delays)"

@@ -476,13 +476,17 @@ void check_switch_rate(const Runtime& rt, ThreadState& t) {
       .cpu_ns = now.cpu_ns - then.cpu_ns,
   };
   const auto verdict = sample_policy::switch_verdict(
-      stretch, {.any = rt.config.timer_switch_rate,
-                .outside = outside_switch_rate(rt),
-                .preempted = rt.config.timer_switch_rate_outside});
-  t.sorting_waits.store(verdict == sample_policy::SwitchVerdict::SortWaits, std::memory_order_relaxed);
+      stretch, {.any = rt.config.timer_switch_rate, .outside = outside_switch_rate(rt)});
   const bool to_whole_cpu = verdict == sample_policy::SwitchVerdict::MoveToWholeCpu;
-  if (to_whole_cpu) t.whole_cpu_wanted.store(true, std::memory_order_relaxed);
-  if (to_whole_cpu || verdict == sample_policy::SwitchVerdict::MoveToTimer) t.timer_wanted.store(true, std::memory_order_relaxed);
+  const bool to_timer = verdict == sample_policy::SwitchVerdict::MoveToTimer;
+  // A look that would move it while it sorts its waits keeps them sorted:
+  // the next look must find them the outside's again.
+  t.sorting_waits.store(verdict == sample_policy::SwitchVerdict::SortWaits || to_whole_cpu, std::memory_order_relaxed);
+  t.looks_saying_move = (to_whole_cpu || to_timer) ? t.looks_saying_move + 1 : 0;
+  if (t.looks_saying_move >= sample_policy::looks_before_a_move) {
+    if (to_whole_cpu) t.whole_cpu_wanted.store(true, std::memory_order_relaxed);
+    t.timer_wanted.store(true, std::memory_order_relaxed);
+  }
   t.at_switch_check = now;
 }
 
@@ -1572,6 +1576,7 @@ void forget_inherited_sampler(ThreadState& t) {
   // The child's switches and CPU time count from zero (check_switch_rate);
   // its lock waits, delay sleeps and sorted waits go on from its parent's.
   t.samples_since_switch_check = 0;
+  t.looks_saying_move = 0;
   t.at_switch_check = {.lock_waits = t.lock_waits.load(std::memory_order_relaxed),
                        .delay_sleeps = t.ledger.sleeps.load(std::memory_order_relaxed),
                        .outside_waits = t.outside_waits.load(std::memory_order_relaxed),

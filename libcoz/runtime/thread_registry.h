@@ -60,6 +60,7 @@ struct ThreadState {
   // its next wait ends (move_current_thread_to_timer_if_wanted), outside any
   // signal handler.
   uint32_t samples_since_switch_check = 0;
+  uint32_t looks_saying_move = 0;  // in a row (sample_policy::looks_before_a_move)
   sample_policy::SwitchStretch at_switch_check;  // the counts since the thread began
   // Waits for a mutex another thread held (thread_post_lock_wait). Written by
   // the thread, read by its own sample handler: atomic, never a locked RMW.
