@@ -78,6 +78,14 @@ SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates) {
   return mostly_outside ? SwitchVerdict::MoveToWholeCpu : SwitchVerdict::SortWaits;
 }
 
+uint64_t affordable_period_ns(uint64_t requested_ns, uint64_t expiry_ns, uint64_t ceiling_ns,
+                              unsigned delay_sampling_rate) {
+  const uint64_t rate = std::max(1u, delay_sampling_rate);
+  uint64_t period = requested_ns;
+  while (period < ceiling_ns && expiry_ns * max_expiry_share * rate > period) period = std::min(2 * period, ceiling_ns);
+  return period;
+}
+
 uint64_t cpu_ring_experiment_drain_interval_ns(uint64_t kernel_period_ns) {
   return std::max(kernel_period_ns, min_unsignalled_drain_ns);
 }

@@ -116,6 +116,20 @@ uint64_t cpu_ring_experiment_drain_interval_ns(uint64_t kernel_period_ns);
 /// (traps +5.3%).
 constexpr uint64_t whole_cpu_experiment_drain_ns = 4'000'000;
 
+/// The shortest sampling period a machine affords, from `requested_ns`
+/// doubled until one expiry of the task clock's timer, costing `expiry_ns`
+/// of the sampled thread's CPU time, takes at most 1/max_expiry_share of
+/// the period in force during experiments (the period over
+/// `delay_sampling_rate`, Config); never lengthened past `ceiling_ns` (a
+/// period at or above it is kept). The kernel counts that cost in the
+/// thread's CPU time, so a timer that costs about its period restarts as
+/// soon as it ends: in a Firecracker VM (Linux 6.18, AMD EPYC) each expiry
+/// took ~15 us, and a two-thread program of 40 ms of CPU time took 1-13 s at
+/// --period 10us, 0.1 s at 1 ms (tools/coz/period_floor.cpp measures it).
+constexpr uint64_t max_expiry_share = 4;
+uint64_t affordable_period_ns(uint64_t requested_ns, uint64_t expiry_ns, uint64_t ceiling_ns,
+                              unsigned delay_sampling_rate);
+
 /// A thread sampled by a trap event asks how often it switches once per
 /// this many of its samples (a getrusage in the handler: ~1 us per 32 ms).
 constexpr uint32_t switch_check_samples = 32;

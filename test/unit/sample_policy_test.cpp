@@ -215,6 +215,20 @@ TEST(SamplePolicy, KernelTimeIsSampledAtAMultipleOfTheUnsignalledPeriod) {
   EXPECT_EQ(kernel_period_ns(1 * ms, root), 4 * ms);
 }
 
+TEST(SamplePolicy, APeriodIsLengthenedUntilTheTimersExpiryIsAQuarterOfIt) {
+  // Bare metal: ~1 us an expiry; 10 us is kept (5 us during experiments).
+  EXPECT_EQ(affordable_period_ns(10 * us, 1 * us, 1 * ms, 2), 10 * us);
+  EXPECT_EQ(affordable_period_ns(10 * us, 1'250, 1 * ms, 2), 10 * us);
+  EXPECT_EQ(affordable_period_ns(10 * us, 1'251, 1 * ms, 2), 20 * us);
+  EXPECT_EQ(affordable_period_ns(10 * us, 2'500, 1 * ms, 1), 10 * us);
+  // A Firecracker VM: ~15 us an expiry, 10 us becomes 160 us (80 us in experiments).
+  EXPECT_EQ(affordable_period_ns(10 * us, 15 * us, 1 * ms, 2), 160 * us);
+  // Never past the ceiling, and a period at or above it is kept.
+  EXPECT_EQ(affordable_period_ns(10 * us, 1 * ms, 100 * us, 2), 100 * us);
+  EXPECT_EQ(affordable_period_ns(30 * us, 1 * ms, 100 * us, 2), 100 * us);
+  EXPECT_EQ(affordable_period_ns(1 * ms, 1 * ms, 100 * us, 2), 1 * ms);
+}
+
 TEST(SamplePolicy, AShortenedPeriodSamplesThatManyTimesFaster) {
   EXPECT_EQ(short_period_rate(1 * ms, 1 * ms), 1u);
   EXPECT_EQ(short_period_rate(1 * ms, 500 * us), 2u);

@@ -28,6 +28,7 @@
 #include "line_map.h"
 #include "monitor.h"
 #include "path_search.h"
+#include "period_floor.h"
 #include "scope.h"
 #include "system_file.h"
 #include "system_shared.h"
@@ -364,7 +365,10 @@ int run_main(int argc, char** argv) {
   if (vm.count("period")) {
     auto ns = parse_period(vm["period"].as<std::string>());
     if (!ns) return fail(fmt::format("--period {}: expected a duration from 10us to 1s, e.g. 1ms", vm["period"].as<std::string>()));
-    setenv("COZ_SAMPLE_PERIOD_NS", std::to_string(*ns).c_str(), 1);
+    std::string note;
+    const uint64_t period = affordable_period(*ns, note);
+    if (!note.empty()) fmt::print(stderr, "coz: {}\n", note);
+    setenv("COZ_SAMPLE_PERIOD_NS", std::to_string(period).c_str(), 1);
   }
   if (vm.count("verbose")) setenv("COZ_VERBOSE", "1", 1);
   if (vm.count("system") && vm.count("join")) return fail("--system starts a run and --join takes part in one: give one");
