@@ -529,13 +529,22 @@ TEST_F(IntegrationTest, ThreadsQueuedOnAMutexKeepTheirTrapEvents) {
 // (15,000). Each sorts its waits (sample_policy::switch_verdict,
 // wake_origin.h). With the client a thread of the program, both sockets'
 // peers are the program's own ports: no thread may move, and handle_work
-// reads as on traps (truth: halving it takes 24.9% off the run, 2.697 ->
-// 2.025 s; traps read +24.3%). With the client another process (exec'd
-// without the runtime), only the outside ends the server's waits: it trades
-// its event for a timer, and the whole-CPU events sample it from then on,
-// as finely as its trap did (+24.8%). Without them it keeps its trap event.
+// reads as on traps. With the client another process (exec'd without the
+// runtime), only the outside ends the server's waits: it trades its event
+// for a timer, and the whole-CPU events sample it from then on, as finely
+// as its trap did. Without them it keeps its trap event.
+//
+// The truth is measured where the test runs (tcp_rpc_truth): most of a
+// request is its two wake-ups, whose cost differs from machine to machine.
+// Halving handle_work took 24.9% off the run where these tests were written
+// (2.697 -> 2.025 s; traps read +24.3%, whole-CPU events +24.8%), 12.9% in a
+// Firecracker VM on Linux 6.18 (10 pairs, 5-21%: tcp_rpc took 3.4 s there),
+// where the predictions read +16-19% and +12-15%. Margin: the truth +-8
+// points, as [17%, 33%] was around 24.9%. The failures it guards against
+// read ~0: samples from the whole-CPU rings dropped, no delay inserted
+// (-1.6% in CI when stop 43 moved the server for its preemptions).
 // --------------------------------------------------------------------------
-constexpr uint64_t kTcpRpcRequests = 8'000;  // ~2.2 s plain
+constexpr uint64_t kTcpRpcRequests = 8'000;  // ~2.2 s plain (3.4 s in a Firecracker VM)
 
 /// tcp_rpc with `flags`, handle_work at 50%, `coz run -v`.
 FixedLineRun run_tcp_rpc(const TempDir& scratch, const std::vector<std::string>& flags = {}) {
@@ -544,13 +553,42 @@ FixedLineRun run_tcp_rpc(const TempDir& scratch, const std::vector<std::string>&
   return run_fixed_line(command, marked_line("tcp_rpc.cpp", "handle_work"), 50, "request served", scratch, {"-v"});
 }
 
+/// How much halving handle_work takes off tcp_rpc's run on this machine:
+/// 1 - the median of 5 pairs' time ratios (tcp_rpc_fast_handle over
+/// tcp_rpc, run in turn, so that the machine's drift cancels in each pair),
+/// at half the requests of the profiled run: ~11-19 s. Once per process:
+/// ctest runs each test in its own.
+double tcp_rpc_truth(const TempDir& scratch) {
+  static const double truth = [&] {
+    const std::string n = std::to_string(scaled(kTcpRpcRequests / 2));
+    std::vector<double> ratios;
+    for (int pair = 0; pair < 5; ++pair) {
+      const ProcessResult plain = run_process({TCP_RPC_EXE, "-n", n}, scratch);
+      const ProcessResult fast = run_process({TCP_RPC_FAST_HANDLE_EXE, "-n", n}, scratch);
+      if (!plain.exited || plain.exit_status != 0 || !fast.exited || fast.exit_status != 0) return -1.0;
+      ratios.push_back(fast.seconds / plain.seconds);
+    }
+    std::sort(ratios.begin(), ratios.end());
+    return 1.0 - ratios[ratios.size() / 2];
+  }();
+  return truth;
+}
+
+/// Checks a tcp_rpc prediction against the truth measured here.
+void expect_tcp_rpc_truth(const FixedLineRun& run, const TempDir& scratch, const std::string& what) {
+  const double truth = tcp_rpc_truth(scratch);
+  ASSERT_GT(truth, 0.08) << "halving handle_work took " << 100 * truth
+                         << "% off tcp_rpc's run here: too little to tell a right prediction from ~0";
+  log_prediction(what, run.sped_up.program_speedup, truth);
+  EXPECT_GT(run.sped_up.program_speedup, truth - 0.08) << describe(run.process);
+  EXPECT_LT(run.sped_up.program_speedup, truth + 0.08) << describe(run.process);
+}
+
 TEST_F(IntegrationTest, ThreadsWokenByTheProgramOverTcpKeepTheirTrapEvents) {
   const FixedLineRun run = run_tcp_rpc(scratch_);
   ASSERT_TRUE(run.error.empty()) << run.error;
   EXPECT_EQ(run.process.err.find("thread(s) switched more than"), std::string::npos) << run.process.err;
-  log_prediction("tcp_rpc handle_work at 50%, client a thread", run.sped_up.program_speedup, 0.249);
-  EXPECT_GT(run.sped_up.program_speedup, 0.17) << describe(run.process);
-  EXPECT_LT(run.sped_up.program_speedup, 0.33) << describe(run.process);
+  expect_tcp_rpc_truth(run, scratch_, "tcp_rpc handle_work at 50%, client a thread");
 }
 
 TEST_F(IntegrationTest, ThreadsWokenFromOutsideMoveToWholeCpuEventsAtALowerRate) {
@@ -564,9 +602,7 @@ TEST_F(IntegrationTest, ThreadsWokenFromOutsideMoveToWholeCpuEventsAtALowerRate)
   EXPECT_TRUE(run.process.exited && run.process.exit_status == 0) << describe(run.process);
   // Its samples come from the whole-CPU rings now: dropped, no delay would
   // be inserted and the prediction would be ~0.
-  log_prediction("tcp_rpc handle_work at 50%, client outside", run.sped_up.program_speedup, 0.249);
-  EXPECT_GT(run.sped_up.program_speedup, 0.17) << describe(run.process);
-  EXPECT_LT(run.sped_up.program_speedup, 0.33) << describe(run.process);
+  expect_tcp_rpc_truth(run, scratch_, "tcp_rpc handle_work at 50%, client outside");
 }
 
 TEST_F(IntegrationTest, ThreadsWokenFromOutsideKeepTheirTrapEventsInTheRunsOtherProcesses) {
