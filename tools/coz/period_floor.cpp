@@ -89,7 +89,8 @@ uint64_t affordable_period(uint64_t requested_ns, std::string& note) {
   if (requested_ns >= unmeasured_from_ns) return requested_ns;
   const std::optional<uint64_t> expiry = expiry_cost_ns();
   if (!expiry) return requested_ns;
-  const uint64_t period = sample_policy::affordable_period_ns(requested_ns, *expiry, unmeasured_from_ns, Config{}.delay_sampling_rate);
+  const uint64_t period =
+      sample_policy::affordable_period_ns(requested_ns, *expiry, unmeasured_from_ns, Config{}.delay_sampling_rate);
   if (period != requested_ns) {
     note = fmt::format(
         "--period {}: each expiry of the task clock's timer costs the program ~{} us of CPU time on this machine "

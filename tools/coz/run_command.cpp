@@ -273,7 +273,7 @@ int run_main(int argc, char** argv) {
        "auto (default), line or function: what one experiment speeds up (a function covers all its lines, "
        "inlined callees included; fewer candidates settle sooner). auto: in a program with many sampled lines, "
        "functions first, then the lines of the functions that matter")
-      ("period", po::value<std::string>(), "sampling period in thread CPU time, e.g. 1ms, 500us (default 1ms)")
+      ("period", po::value<std::string>(), "sampling period in thread CPU time, e.g. 1ms, 500us (default 1ms); lengthened where the machine's timer cannot afford it")
       ("quiet,q", "no status line while the program runs")
       ("until-settled", "stop the experiments (not the program) once the top lines of every progress point are "
        "settled; the profile is complete from then on")
