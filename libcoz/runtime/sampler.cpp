@@ -479,11 +479,13 @@ void check_switch_rate(const Runtime& rt, ThreadState& t) {
       stretch, {.any = rt.config.timer_switch_rate, .outside = outside_switch_rate(rt)});
   const bool to_whole_cpu = verdict == sample_policy::SwitchVerdict::MoveToWholeCpu;
   const bool to_timer = verdict == sample_policy::SwitchVerdict::MoveToTimer;
-  // A look that would move it while it sorts its waits keeps them sorted:
-  // the next look must find them the outside's again.
-  t.sorting_waits.store(verdict == sample_policy::SwitchVerdict::SortWaits || to_whole_cpu, std::memory_order_relaxed);
   t.looks_saying_move = (to_whole_cpu || to_timer) ? t.looks_saying_move + 1 : 0;
-  if (t.looks_saying_move >= sample_policy::looks_before_a_move) {
+  const bool moves = t.looks_saying_move >= sample_policy::looks_before_a_move;
+  // A look that would move it to the whole-CPU events, but not yet, keeps
+  // its waits sorted: the next look must find them the outside's again.
+  t.sorting_waits.store(verdict == sample_policy::SwitchVerdict::SortWaits || (to_whole_cpu && !moves),
+                        std::memory_order_relaxed);
+  if (moves) {
     if (to_whole_cpu) t.whole_cpu_wanted.store(true, std::memory_order_relaxed);
     t.timer_wanted.store(true, std::memory_order_relaxed);
   }

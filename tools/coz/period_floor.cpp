@@ -3,7 +3,6 @@
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 
 #include "config.h"
 #include "sample_policy.h"
+#include "sys.h"
 
 namespace coz::cli {
 namespace {
@@ -21,12 +21,6 @@ namespace {
 /// Periods from 1 ms up are not measured: the default's expiry is a small
 /// share of it even where an expiry is dear (~1.7% at 15 us).
 constexpr uint64_t unmeasured_from_ns = 1'000'000;
-
-uint64_t thread_cpu_now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 /// The period the expiry's cost is measured at: long enough that the timer
 /// cannot take all of it where an expiry costs less (a period shorter than
@@ -38,14 +32,15 @@ constexpr uint64_t measured_period_ns = 50'000;
 uint64_t least_loop_cpu_ns(int perf_fd) {
   constexpr uint64_t steps = 1'200'000;
   volatile uint64_t sink = 0;
+  const int tid = sys::gettid();
   uint64_t least = UINT64_MAX;
   for (int run = 0; run < 3; ++run) {
     if (perf_fd >= 0) ioctl(perf_fd, PERF_EVENT_IOC_ENABLE, 0);
-    const uint64_t start = thread_cpu_now_ns();
+    const uint64_t start = sys::thread_cpu_ns(tid);
     uint64_t x = 1;
     for (uint64_t i = 0; i < steps; ++i) x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ULL + i;
     sink = x;
-    least = std::min(least, thread_cpu_now_ns() - start);
+    least = std::min(least, sys::thread_cpu_ns(tid) - start);
     if (perf_fd >= 0) ioctl(perf_fd, PERF_EVENT_IOC_DISABLE, 0);
   }
   (void)sink;
