@@ -111,6 +111,11 @@ uint64_t DelayLedger::pay_from_signal(ThreadLedger& t) {
   return pay(t);
 }
 
+void DelayLedger::count_as_paid(ThreadLedger& t, uint64_t ns) {
+  t.local.fetch_add(ns, std::memory_order_relaxed);
+  total_paused_.fetch_add(ns, std::memory_order_relaxed);
+}
+
 void DelayLedger::pre_block(ThreadLedger& t) {
   pay_all(t);
   BusyScope busy(t);

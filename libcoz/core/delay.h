@@ -108,6 +108,16 @@ class DelayLedger {
   uint64_t pay_all(ThreadLedger& t);
   /// Pays, unless the thread is inside ledger code (then a later call pays). For signal handlers.
   uint64_t pay_from_signal(ThreadLedger& t);
+  /// Whether pay_from_signal would pay now, by loads only: a handler that
+  /// must prepare for a payment (pause its sampler) asks first.
+  bool would_pay_from_signal(const ThreadLedger& t) const {
+    return !t.busy.load(std::memory_order_relaxed) && !t.blocked.load(std::memory_order_relaxed) && owes(t);
+  }
+  /// Counts `ns` the thread spent on a payment besides its sleep (a
+  /// handler pausing and restarting its sampler around it: pay_from_handler
+  /// in sampler.cpp) as paid: it made no progress then either, and a thread
+  /// that pays often would fall behind by that much each time.
+  void count_as_paid(ThreadLedger& t, uint64_t ns);
 
   /// Before a call that may block: pays what the thread owes, then notes the
   /// global count. The debt belongs to the work before this point; paid after

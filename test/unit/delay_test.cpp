@@ -69,6 +69,31 @@ TEST_F(DelayTest, OversleepIsCreditedSoErrorDoesNotAccumulate) {
   EXPECT_EQ(ledger.pay(b), 240u);
 }
 
+// A handler pauses its sampler around a payment (~20 us of ioctls in a VM);
+// that time counts as paid, like oversleep, or a thread that pays at every
+// sample falls behind by it each time.
+TEST_F(DelayTest, PaymentOverheadCountsAsPaid) {
+  ledger.begin_experiment(1000);
+  ledger.credit_sample(a);
+  EXPECT_TRUE(ledger.would_pay_from_signal(b));
+  EXPECT_EQ(ledger.pay_from_signal(b), 1000u);
+  ledger.count_as_paid(b, 20);
+  EXPECT_EQ(ledger.total_paused(), 1020u);
+  EXPECT_FALSE(ledger.would_pay_from_signal(b));
+  ledger.credit_sample(a);  // global 2000; b has paid 1020
+  EXPECT_EQ(ledger.owed(b), 980u);
+}
+
+// A handler asks before pausing its sampler for a payment: not while the
+// thread is inside ledger code or blocked (pay_from_signal would not pay).
+TEST_F(DelayTest, NoPaymentFromASignalWhileBlocked) {
+  ledger.begin_experiment(1000);
+  ledger.pre_block(b);
+  ledger.credit_sample(a);
+  EXPECT_FALSE(ledger.would_pay_from_signal(b));
+  EXPECT_EQ(ledger.pay_from_signal(b), 0u);
+}
+
 TEST_F(DelayTest, DebtIsPaidBeforeBlockingNotAfterWaking) {
   ledger.begin_experiment(1000);
   ledger.credit_sample(a);  // b owes 1000 for work before the wait
