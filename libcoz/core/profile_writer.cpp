@@ -171,6 +171,7 @@ std::string ProfileWriter::format_sampling(const SamplingTotals& t) {
   if (t.stacks_dropped > 0) out += fmt::format("\tstacks-dropped={}", t.stacks_dropped);
   if (t.waits_dropped > 0) out += fmt::format("\twaits-dropped={}", t.waits_dropped);
   if (t.paused_ns > 0) out += fmt::format("\tpaused={}", t.paused_ns);
+  if (t.steal_ns > 0) out += fmt::format("\tsteal={}\tmachine-time={}", t.steal_ns, t.machine_ns);
   if (t.pid != 0) out += fmt::format("\tpid={}", t.pid);
   return out + "\n";
 }

@@ -94,6 +94,10 @@ class ProfileWriter {
     uint64_t waits_dropped = 0;
     /// ns the process's threads spent paying delays (written when not 0).
     uint64_t paused_ns = 0;
+    /// The machine's steal time during the process's run (sys::machine_steal_ns),
+    /// and its wall time times its online CPUs then (written when steal is not 0).
+    uint64_t steal_ns = 0;
+    uint64_t machine_ns = 0;
     int pid = 0;  // the process's (written when not 0)
   };
   void write_sampling(const SamplingTotals& totals);

@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <cerrno>
@@ -103,6 +104,28 @@ inline ssize_t read_small_file(const char* path, char* buf, size_t size) {
   if (n < 0) return -1;
   buf[n] = '\0';
   return n;
+}
+
+/// The time a hypervisor has taken from this machine's CPUs since boot
+/// (steal time: a vCPU that had work, kept off its core), summed over the
+/// CPUs, in ns; 0 on bare metal or where unknown. /proc/stat counts it in
+/// clock ticks (10 ms): good for a run, not for an experiment.
+inline uint64_t machine_steal_ns() {
+  char buf[512];
+  if (read_small_file("/proc/stat", buf, sizeof buf) <= 0) return 0;
+  // "cpu  user nice system idle iowait irq softirq steal ..."
+  const char* p = buf;
+  if (p[0] != 'c' || p[1] != 'p' || p[2] != 'u' || p[3] != ' ') return 0;
+  p += 3;
+  uint64_t field = 0;
+  for (int i = 0; i < 8; ++i) {
+    while (*p == ' ') ++p;
+    if (*p < '0' || *p > '9') return 0;
+    field = 0;
+    while (*p >= '0' && *p <= '9') field = field * 10 + static_cast<uint64_t>(*p++ - '0');
+  }
+  const long ticks_per_s = sysconf(_SC_CLK_TCK);
+  return ticks_per_s > 0 ? field * (1'000'000'000u / static_cast<uint64_t>(ticks_per_s)) : 0;
 }
 
 /// Sleeps about `ns` (one call; a signal may cut it short) and returns the

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <unordered_map>
@@ -40,6 +41,12 @@ ProfileWriter::SamplingTotals sampling_totals(const Runtime& rt) {
   t.stacks_dropped = rt.stacks.dropped();
   t.waits_dropped = rt.blocked.dropped();
   t.paused_ns = rt.ledger.total_paused();
+  const uint64_t steal = sys::machine_steal_ns();
+  if (rt.start_steal_ns != 0 && steal > rt.start_steal_ns) {
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    t.steal_ns = steal - rt.start_steal_ns;
+    t.machine_ns = (sys::monotonic_ns() - rt.start_ns) * static_cast<uint64_t>(cpus > 0 ? cpus : 1);
+  }
   t.pid = sys::getpid();
   return t;
 }

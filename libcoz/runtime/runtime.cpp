@@ -304,6 +304,7 @@ void on_fork_child() {
   }
   rt->stats.reset();
   rt->start_ns = sys::monotonic_ns();
+  rt->start_steal_ns = sys::machine_steal_ns();
   rt->writer.forget_after_fork();
   rt->writer.defer_startup(sys::realtime_ns(), sys::getpid(), getppid(), command_line());
   reset_live_threads_after_fork();
@@ -343,6 +344,7 @@ void start() {
   log::set_verbosity(rt->config.verbosity);
   for (const auto& e : errors) log::warn("{}", e);
   rt->start_ns = sys::monotonic_ns();
+  rt->start_steal_ns = sys::machine_steal_ns();
 
   std::string main_executable = read_link("/proc/self/exe");
   // In a program that `coz run` launched, MAIN is that program; in a program

@@ -90,6 +90,7 @@ struct Runtime {
   /// fraction of it while an experiment inserts delays (set_sample_period).
   std::atomic<uint64_t> sample_period_ns{0};
   uint64_t start_ns = 0;  // CLOCK_MONOTONIC at start-up
+  uint64_t start_steal_ns = 0;  // sys::machine_steal_ns() at start-up
   bool sampling_enabled = true;
   /// No experiment of this run can insert delays (--fixed-speedup 0), so no
   /// sample needs handling at once: perf_event threads take no signal per

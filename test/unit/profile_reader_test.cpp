@@ -324,6 +324,21 @@ TEST(ProfileReader, DroppedStacksAndWaitsAreSummed) {
   EXPECT_EQ(p.sampling.stacks_dropped, 18u);
 }
 
+// The machine's steal time during each process's run, and its CPU time
+// then: summed, so the share is over all of them; a record without them adds 0.
+TEST(ProfileReader, StealTimeIsSummed) {
+  Profile p = read(
+      "sampling\tsamples=100\tin-scope=90\tlost=0\tsteal=30\tmachine-time=1000\n"
+      "sampling\tsamples=10\tin-scope=10\tlost=0\tsteal=10\tmachine-time=1000\n"
+      "sampling\tsamples=10\tin-scope=10\tlost=0\n");
+  EXPECT_TRUE(p.warnings.empty());
+  EXPECT_EQ(p.sampling.steal_ns, 40u);
+  EXPECT_EQ(p.sampling.machine_ns, 2000u);
+  EXPECT_DOUBLE_EQ(p.sampling.steal_share(), 0.02);
+  merge_profile(p, read("sampling\tsamples=1\tin-scope=1\tlost=0\tsteal=60\tmachine-time=1000\n"));
+  EXPECT_DOUBLE_EQ(p.sampling.steal_share(), 0.1 / 3);
+}
+
 TEST(ProfileReader, MergeAddsRuns) {
   Profile a = read("experiment\tselected=a.c:1\tspeedup=0\tduration=5\tselected-samples=0\n"
                    "samples\tlocation=a.c:1\tcount=2\n"

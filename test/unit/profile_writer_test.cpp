@@ -164,6 +164,18 @@ TEST(ProfileWriter, SamplingRecordSaysWhatTheTablesDropped) {
             "sampling\tsamples=10\tin-scope=9\tlost=0\tstacks-dropped=4\twaits-dropped=2\n");
 }
 
+TEST(ProfileWriter, SamplingRecordSaysTheMachinesStealTime) {
+  ProfileWriter::SamplingTotals t;
+  t.samples = 10;
+  t.in_scope = 9;
+  t.steal_ns = 0;
+  t.machine_ns = 8'000'000'000;
+  EXPECT_EQ(ProfileWriter::format_sampling(t), "sampling\tsamples=10\tin-scope=9\tlost=0\n") << "no steal, no key";
+  t.steal_ns = 120'000'000;
+  EXPECT_EQ(ProfileWriter::format_sampling(t),
+            "sampling\tsamples=10\tin-scope=9\tlost=0\tsteal=120000000\tmachine-time=8000000000\n");
+}
+
 TEST(ProfileWriter, OpenFailureIsReportedNotThrown) {
   ProfileWriter w;
   std::string error;

@@ -332,6 +332,21 @@ TEST(TextReport, DroppedStacksAndWaitsAreSaid) {
   EXPECT_NE(text.find("7 waits have no blocked-time record"), std::string::npos) << text;
 }
 
+// A hypervisor that took more than 2% of the machine's CPU time during the
+// run: the report says the effects drift with it.
+TEST(TextReport, StealTimeIsWarnedAbove2Percent) {
+  Analysis a = sample();
+  a.sampling = SamplingTotals{1, 8337, 8087, 0};
+  a.sampling->steal_ns = 190'000'000;
+  a.sampling->machine_ns = 10'000'000'000;
+  EXPECT_EQ(render(a).find("steal time"), std::string::npos) << "1.9%: no warning";
+  a.sampling->steal_ns = 720'000'000;
+  std::string text = render(a);
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  EXPECT_NE(text.find("a hypervisor took 7.2% of this machine's CPU time during the run (steal time)"), std::string::npos)
+      << text;
+}
+
 TEST(CompareReport, ProgramLineAndTable) {
   Comparison c;
   ComparedPoint p;

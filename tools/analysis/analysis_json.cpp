@@ -300,6 +300,7 @@ void analysis_json(Json& j, const Analysis& a) {
       j.key("attributed_ns").null();
       j.key("cpu_time_ns").null();
     }
+    j.field("steal_ns", a.sampling->steal_ns).field("machine_ns", a.sampling->machine_ns);
     j.close('}');
   } else {
     j.null();

@@ -262,6 +262,12 @@ struct Reader {
         s.lost = saturating_add(s.lost, lost);
         if (auto dropped = f.lenient_count("stacks-dropped")) s.stacks_dropped = saturating_add(s.stacks_dropped, *dropped);
         if (auto dropped = f.lenient_count("waits-dropped")) s.waits_dropped = saturating_add(s.waits_dropped, *dropped);
+        auto steal = f.lenient_count("steal");
+        auto machine = f.lenient_count("machine-time");
+        if (steal && machine) {
+          s.steal_ns = saturating_add(s.steal_ns, *steal);
+          s.machine_ns = saturating_add(s.machine_ns, *machine);
+        }
         auto period = f.lenient_count("period");
         auto cpu_time = f.lenient_count("cpu-time");
         if (period && cpu_time) {
@@ -384,6 +390,8 @@ void merge_profile(Profile& into, Profile&& from) {
   into.sampling.cpu_time_ns = saturating_add(into.sampling.cpu_time_ns, from.sampling.cpu_time_ns);
   into.sampling.stacks_dropped = saturating_add(into.sampling.stacks_dropped, from.sampling.stacks_dropped);
   into.sampling.waits_dropped = saturating_add(into.sampling.waits_dropped, from.sampling.waits_dropped);
+  into.sampling.steal_ns = saturating_add(into.sampling.steal_ns, from.sampling.steal_ns);
+  into.sampling.machine_ns = saturating_add(into.sampling.machine_ns, from.sampling.machine_ns);
   for (size_t i = 0; i < from.warnings.size(); ++i) {
     if (into.warnings.size() < Profile::max_warnings) {
       into.warnings.push_back(std::move(from.warnings[i]));

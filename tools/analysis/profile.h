@@ -63,6 +63,15 @@ struct SamplingTotals {
   // `stack` record, waits without a `blocked` record.
   uint64_t stacks_dropped = 0;
   uint64_t waits_dropped = 0;
+  // The machine's steal time during the processes' runs (a hypervisor
+  // keeping its vCPUs off their cores), and their wall time times the
+  // machine's CPUs: sums over the records that say them.
+  uint64_t steal_ns = 0;
+  uint64_t machine_ns = 0;
+  /// The share of the machine's CPU time a hypervisor took: 0 when unknown.
+  double steal_share() const {
+    return machine_ns == 0 ? 0.0 : static_cast<double>(steal_ns) / static_cast<double>(machine_ns);
+  }
 };
 
 /// The samples of one location, and the function it is in.

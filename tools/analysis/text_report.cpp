@@ -40,6 +40,7 @@ constexpr double nearest_speedup_tolerance = 0.05 + 1e-9;  // one runtime speedu
 constexpr double mostly_in_callee = 0.5;  // a callee with this share of a line's stack samples is shown
 constexpr size_t max_library_width = 30;  // a callee's library: a base name, rarely long
 constexpr size_t max_unit_lines = 3;      // lines listed under a function unit
+constexpr double high_steal = 0.02;      // above this share of the machine's time taken by a hypervisor, it warns
 constexpr double low_coverage = 0.5;      // below this share of CPU time attributed, the report warns
 
 namespace ansi {
@@ -507,6 +508,7 @@ class Writer {
                              : fmt::format("in-scope samples: none taken{}\n", lost));
       coverage(s);
       dropped(s);
+      steal(s);
     }
     if (a_.experiments == 0) {
       hint("no experiments: add a progress point (COZ_PROGRESS) or use --end-to-end, run longer, build with -g");
@@ -535,6 +537,20 @@ class Writer {
               "could not be sampled, code out of the profiled scope, or threads not sampled: see coz run -v); "
               "the verdicts speak only for the attributed part");
     }
+  }
+
+  // A hypervisor that keeps the machine's vCPUs off their cores (steal
+  // time) does so in bursts of seconds, and more after a vCPU sleeps, as
+  // threads paying delays do: experiments measured at different moments
+  // then differ by more than their intervals say. Seen in a Firecracker VM:
+  // steal of 0.2-8% of the CPUs' time from one run to the next, and a line
+  // without effect read -2% to -10% at 95% with it.
+  void steal(const SamplingTotals& s) {
+    if (s.steal_share() < high_steal) return;
+    warning(fmt::format("warning: a hypervisor took {} of this machine's CPU time during the run (steal time); it "
+                        "comes and goes, so the effects measured at different moments differ by more than their "
+                        "intervals say: trust effects of a few % only from a quieter machine",
+                        percent(s.steal_share(), false)));
   }
 
   // What the runtime's fixed tables had no room for: the conventional
