@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "cpu_rings.h"
+#include "sys.h"
 #include "harness.h"
 
 namespace coz_itest {
@@ -557,19 +558,33 @@ FixedLineRun run_tcp_rpc(const TempDir& scratch, const std::vector<std::string>&
 /// 1 - the median of 5 pairs' time ratios (tcp_rpc_fast_handle over
 /// tcp_rpc, run in turn, so that the machine's drift cancels in each pair),
 /// at half the requests of the profiled run: ~11-19 s. Once per process:
-/// ctest runs each test in its own.
+/// ctest runs each test in its own. Measured again (at most twice) while a
+/// hypervisor took more than max_steal_share of the machine's time: in a
+/// Firecracker VM losing 7% to steal, this truth read 5%, 8% and 33% within
+/// minutes (18.6% and 22% when it took little).
 double tcp_rpc_truth(const TempDir& scratch) {
   static const double truth = [&] {
     const std::string n = std::to_string(scaled(kTcpRpcRequests / 2));
-    std::vector<double> ratios;
-    for (int pair = 0; pair < 5; ++pair) {
-      const ProcessResult plain = run_process({TCP_RPC_EXE, "-n", n}, scratch);
-      const ProcessResult fast = run_process({TCP_RPC_FAST_HANDLE_EXE, "-n", n}, scratch);
-      if (!plain.exited || plain.exit_status != 0 || !fast.exited || fast.exit_status != 0) return -1.0;
-      ratios.push_back(fast.seconds / plain.seconds);
+    const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+    double least_stolen_truth = -1.0, least_steal = 2.0;
+    for (int attempt = 1; attempt <= max_profiles_per_run; ++attempt) {
+      const uint64_t steal_before = coz::sys::machine_steal_ns(), start = coz::sys::monotonic_ns();
+      std::vector<double> ratios;
+      for (int pair = 0; pair < 5; ++pair) {
+        const ProcessResult plain = run_process({TCP_RPC_EXE, "-n", n}, scratch);
+        const ProcessResult fast = run_process({TCP_RPC_FAST_HANDLE_EXE, "-n", n}, scratch);
+        if (!plain.exited || plain.exit_status != 0 || !fast.exited || fast.exit_status != 0) return -1.0;
+        ratios.push_back(fast.seconds / plain.seconds);
+      }
+      std::sort(ratios.begin(), ratios.end());
+      const double steal = static_cast<double>(coz::sys::machine_steal_ns() - steal_before) /
+                           static_cast<double>((coz::sys::monotonic_ns() - start) * static_cast<uint64_t>(cpus));
+      if (steal < least_steal) least_steal = steal, least_stolen_truth = 1.0 - ratios[ratios.size() / 2];
+      if (steal < max_steal_share) break;
+      std::cerr << "[ steal    ] a hypervisor took " << 100 * steal
+                << "% of the machine's CPU time while tcp_rpc's truth was measured\n";
     }
-    std::sort(ratios.begin(), ratios.end());
-    return 1.0 - ratios[ratios.size() / 2];
+    return least_stolen_truth;
   }();
   return truth;
 }
