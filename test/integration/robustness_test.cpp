@@ -652,10 +652,17 @@ TEST_F(RobustnessTest, TwentyThousandShortLivedThreads) {
 //   2.5% outside the scope, until samples of the runtime at work were
 //   dropped (sampler.cpp, is_runtime_work); a 10 us first period and a
 //   20 us hurried one cost lost samples (min_first_period_ns).
+// - In a full run the work's measured CPU time includes the kernel time of
+//   the delays paid inside it (~10% here: 4.0 s against 3.65 s), which the
+//   samplers leave out (a handler pays with its sampler paused): the full
+//   run is held to the work's CPU time in the run without delays, the same
+//   work. When the sleeps' kernel time was sampled, the full run put ~5%
+//   more samples on the line than the same work had (3,833 against 3,628).
 // Both ways of sampling: a run that inserts no delays, and a full run.
 TEST_F(RobustnessTest, ShortThreadsAreSampledInProportionToTheirCpuTime) {
   const std::vector<std::string> program = {SCALE_EXE, "--rounds", "600"};
   const std::string line = marked_line("robust/scale.cpp", "scale_work");
+  double work_cpu_ms = 0;  // the run without delays
   for (const std::vector<std::string>& options : {std::vector<std::string>{"--fixed-speedup", "0"},
                                                   std::vector<std::string>{}}) {
     std::filesystem::remove(profile_path());
@@ -687,10 +694,11 @@ TEST_F(RobustnessTest, ShortThreadsAreSampledInProportionToTheirCpuTime) {
     std::cerr << "[ samples  ] " << (options.empty() ? "full run" : "no delays") << ": " << samples << " on "
               << line << " for " << cpu_ms << " ms of work\n";
     ASSERT_GT(cpu_ms, 1000.0) << result.out;
+    if (work_cpu_ms == 0) work_cpu_ms = cpu_ms;
     // Sampling noise is ~2% here, and the threads' time in the kernel outside
     // system calls is never sampled (0.96-0.99 here).
-    EXPECT_GT(samples / cpu_ms, 0.90) << result.out;
-    EXPECT_LT(samples / cpu_ms, 1.05) << result.out;
+    EXPECT_GT(samples / work_cpu_ms, 0.90) << result.out;
+    EXPECT_LT(samples / work_cpu_ms, 1.05) << result.out;
   }
 }
 
