@@ -145,7 +145,9 @@ inline uint64_t sleep_ns(uint64_t ns) {
 /// thread never makes up, so it biased every high speedup of a line that
 /// keeps another core busy: hot_no_effect's spinner, truly without effect,
 /// read -8% at 90-100%, where a paused thread pays several ms at a time;
-/// -5% in 0.5 ms slices, -4% in 0.2 ms ones (the rest is not explained yet).
+/// -5% in 0.5 ms slices, -4% in 0.2 ms ones. Much of the rest, -9% to -21%
+/// in a Firecracker VM, was the sleeps' kernel time sampled: handlers now
+/// pay with their sampler paused (pay_from_handler in sampler.cpp).
 constexpr uint64_t max_sleep_slice_ns = 200'000;
 
 /// Where the sleep slice that starts at `now` ends, for a payment due to end
