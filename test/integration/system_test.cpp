@@ -5,6 +5,8 @@
 // pauses nothing in another.
 #include <gtest/gtest.h>
 
+#include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -176,15 +178,30 @@ TEST_F(SystemTest, AWakeFromAnotherProcessCarriesItsCredit) {
        {"pipe", "socketpair", "tcp", "full-pipe", "exit", "_exit", "futex", "accept", "unix-accept", "poll-accept"}) {
     SCOPED_TRACE(kind);
     const double paid_ms = std::string(kind).find("exit") != std::string::npos ? 7.5 : 5.0;
-    ProcessResult r = run({"--system"}, {"wake", kind}, profile_path(std::string(kind) + ".coz"));
-    ASSERT_TRUE(r.exited && r.exit_status == 0) << describe(r);
-    std::vector<std::string> lines = lines_of(r.out);
-    ASSERT_EQ(lines.size(), 1u) << r.out;
-    std::istringstream extras(lines[0].substr(lines[0].find(':') + 1));
+    // Its rounds are a few ms: in a burst of steal time (stop 45, a
+    // Firecracker VM) full-pipe's read 2-8 ms where 0.1-1 ms is usual, and 6
+    // passed for paid. When too many rounds paid while a hypervisor took
+    // more than max_steal_share of the machine, run again (at most
+    // max_profiles_per_run times in all); with little steal, it fails at once.
+    ProcessResult r;
     int rounds = 0, paid = 0;
-    for (double ms; extras >> ms;) {
-      ++rounds;
-      paid += ms > paid_ms;
+    for (int attempt = 1; attempt <= max_profiles_per_run; ++attempt) {
+      const std::string profile = profile_path(std::string(kind) + "-" + std::to_string(attempt) + ".coz");
+      r = run({"--system"}, {"wake", kind}, profile);
+      ASSERT_TRUE(r.exited && r.exit_status == 0) << describe(r);
+      std::vector<std::string> lines = lines_of(r.out);
+      ASSERT_EQ(lines.size(), 1u) << r.out;
+      std::istringstream extras(lines[0].substr(lines[0].find(':') + 1));
+      rounds = paid = 0;
+      for (double ms; extras >> ms;) {
+        ++rounds;
+        paid += ms > paid_ms;
+      }
+      const std::optional<analysis::Profile> written = read_profile(profile);
+      const double steal = written ? written->sampling.steal_share() : 0.0;
+      if (paid <= 4 || steal < max_steal_share) break;
+      std::cerr << "[ steal    ] " << kind << ": a hypervisor took " << 100 * steal
+                << "% of the machine's CPU time during that run\n";
     }
     EXPECT_EQ(rounds, 24) << r.out;
     EXPECT_LE(paid, 4) << "rounds that paid what the waker had paid: " << r.out;
