@@ -350,12 +350,17 @@ void settle_period(Runtime& rt, ThreadState& t) {
 constexpr uint64_t pause_below_period_ns = 100'000;
 constexpr uint64_t paused_period_ns = 1'000'000'000;
 
+/// Pauses the sampler of the thread whose handler runs; true if it did.
+bool pause_own_sampler(ThreadState& t) {
+  if (!t.regular_period.load(std::memory_order_acquire)) return false;  // settle_period sets it now
+  return set_period(t.perf_fd, paused_period_ns);
+}
+
 /// Pauses the sampler of the thread whose handler runs, at short periods;
 /// true if it did.
 bool pause_sampler(Runtime& rt, ThreadState& t) {
-  if (!t.regular_period.load(std::memory_order_acquire)) return false;  // settle_period sets it now
   if (rt.sample_period_ns.load(std::memory_order_relaxed) >= pause_below_period_ns) return false;
-  return set_period(t.perf_fd, paused_period_ns);
+  return pause_own_sampler(t);
 }
 
 /// As the handler that paused the sampler leaves: a whole period from now.
@@ -384,8 +389,7 @@ void resume_sampler(Runtime& rt, ThreadState& t) {
 uint64_t pay_from_handler(Runtime& rt, ThreadState& t, bool already_paused) {
   if (!rt.ledger.would_pay_from_signal(t.ledger)) return 0;
   const uint64_t start = sys::monotonic_ns();
-  const bool paused = !already_paused && t.regular_period.load(std::memory_order_acquire) &&
-                      set_period(t.perf_fd, paused_period_ns);
+  const bool paused = !already_paused && pause_own_sampler(t);
   const uint64_t slept = rt.ledger.pay_from_signal(t.ledger);
   if (paused) resume_sampler(rt, t);
   const uint64_t spent = sys::monotonic_ns() - start;
