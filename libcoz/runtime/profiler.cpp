@@ -333,11 +333,24 @@ SourceLine* Profiler::wait_for_fixed_line() {
   return nullptr;
 }
 
+/// Waits for a sampled line, every half poll interval while the program
+/// is sampled. While nothing is (a server between requests), the wait
+/// doubles up to idle_wake_ns: each wake-up costs ~50 us of CPU time in
+/// this VM (Firecracker, Linux 6.18), and an idle nghttpd's profiler thread
+/// woke ~765 times a second, 4% of a core. The first samples after an idle
+/// spell are looked at up to idle_wake_ns later.
 SourceLine* Profiler::wait_for_line() {
+  const uint64_t busy_wait_ns = rt_.config.poll_interval_ns / 2;
+  uint64_t wait_ns = busy_wait_ns;
+  uint64_t sampled_before = rt_.stats.samples.load(std::memory_order_relaxed);
   while (!stopping_.load(std::memory_order_acquire) && !program_gone()) {
     drain_unsignalled_rings(rt_);
     if (SourceLine* line = choose_line()) return line;
-    uint64_t step_ns = quiet_step(rt_.config.poll_interval_ns);
+    const uint64_t sampled = rt_.stats.samples.load(std::memory_order_relaxed);
+    wait_ns = sampled == sampled_before ? std::min(wait_ns * 2, rt_.config.idle_wake_ns) : busy_wait_ns;
+    sampled_before = sampled;
+    // The rings no signal drains bound the wait (quiet_step).
+    const uint64_t step_ns = quiet_step(2 * wait_ns);
     unmap_retired_rings(step_ns / 2);
     sys::sleep_ns(step_ns / 2);
   }

@@ -224,6 +224,21 @@ TEST_F(IntegrationTest, ExperimentsBeforeAnyProgressOrWhileIdleAreNotRecorded) {
   EXPECT_NE(process.err.find("experiments not recorded"), std::string::npos) << process.err;
 }
 
+// A server between two loads: while idle_phases sleeps nothing is sampled,
+// and the profiler thread waits longer and longer for a line to test, up to
+// Config::idle_wake_ns (20 ms): ~50 wake-ups a second. It used to look
+// every millisecond, ~765 times a second here, and each wake-up costs ~50 us
+// of CPU time in this VM: an idle nghttpd's profiler thread took 4% of a
+// core. idle_phases counts its other threads' voluntary switches while it
+// sleeps. Bound: 200 a second.
+TEST_F(IntegrationTest, AnIdleProgramsProfilerThreadMostlySleeps) {
+  const ProcessResult process = coz_run(profile_path(), {}, {IDLE_PHASES_EXE, "200", "300", "2500"}, scratch_);
+  ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
+  const long long wakes_per_s = number_after(process.out, "other-thread-wakes-per-s");
+  ASSERT_GE(wakes_per_s, 0) << process.out;
+  EXPECT_LT(wakes_per_s, 200) << process.out;
+}
+
 // --granularity auto (the default; docs/granularity.md). many_functions has
 // 66 hot lines: after its first 1,000 samples, experiments select whole
 // functions; once COZ_TWO_PHASE_EXPERIMENTS of them have run, lines again,
