@@ -88,6 +88,10 @@ class Server:
     """A server process started with an environment, stopped with SIGTERM."""
 
     def __init__(self, argv, env=None, ready_port=None):
+        if ready_port and port_taken(ready_port):
+            # A server left over from an earlier run would take the load (or part of it,
+            # with SO_REUSEPORT) and answer for this one.
+            sys.exit(f"something already listens on port {ready_port}: stop it first")
         self.proc = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True, start_new_session=True)
         if ready_port:
@@ -104,15 +108,19 @@ class Server:
         return self.proc.returncode, self.proc.stderr.read()
 
 
-def wait_for_port(port, proc, seconds=30):
+def port_taken(port):
     import socket
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_for_port(port, proc, seconds=30):
     deadline = time.time() + seconds
     while time.time() < deadline:
         if proc.poll() is not None:
             sys.exit(f"the server exited with {proc.returncode} before listening: {proc.stderr.read()}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
+        if port_taken(port):
+            return
         time.sleep(0.05)
     sys.exit(f"nothing listens on port {port} after {seconds} s")
 
@@ -131,6 +139,9 @@ def arguments(doc, **iterations):
     ap.add_argument("--overhead", action="store_true",
                     help="measure only what profiling costs the server's throughput: plain, under "
                          "`coz run --fixed-speedup 0` (sampling alone) and under `coz run`, in interleaved rounds")
+    ap.add_argument("--overhead-modes", default="sampling,full",
+                    help="with --overhead, the profiled runs to measure against plain: `sampling` "
+                         "(sampling alone), `full`, or both (comma-separated); one mode affords more rounds")
     ap.add_argument("--system", action="store_true",
                     help="profile the server and its load generator as one system: the server leads a "
                          "`coz run --system` run that the load generator joins (docs/system.md), so that a "
@@ -194,10 +205,13 @@ def location(name):
 
 
 def interleaved(variants, rounds, measure):
-    """Runs measure(variant) round-robin; returns {variant: [rates]}."""
+    """Runs measure(variant) round-robin, every other round in reverse order
+    (A B C, C B A, ...): this VM's speed drifts within a round too, and a
+    fixed order put that drift on the same variants every round. Returns
+    {variant: [rates]}."""
     rates = {v: [] for v in variants}
     for r in range(rounds):
-        for v in variants:
+        for v in (variants if r % 2 == 0 else variants[::-1]):
             rates[v].append(measure(v))
             log(f"  round {r + 1}/{rounds} {v}: {rates[v][-1]:.0f}/s")
     return rates
@@ -236,7 +250,7 @@ def print_truths(rates, changes, resamples=2000):
     return truths
 
 
-def print_overhead(work, program, rounds, seconds, serve_and_load):
+def print_overhead(work, program, rounds, seconds, serve_and_load, modes=("sampling", "full")):
     """What profiling costs a server under load, as a user pays it: its
     throughput plain, under `coz run --fixed-speedup 0` (sampling alone: every
     experiment a 0% baseline) and under a default `coz run` (experiments that
@@ -244,13 +258,17 @@ def print_overhead(work, program, rounds, seconds, serve_and_load):
     starts the server under WRAPPER, loads it for SECONDS and returns its rate. Each
     round's profiled rates are taken against that round's plain rate (this
     VM's speed drifts over minutes), with a 95% bootstrap interval over
-    rounds, as print_truths does."""
+    rounds, as print_truths does. `modes`: which profiled runs, of
+    "sampling" and "full"."""
     import random
-    wrappers = {
-        "plain": [],
-        "sampling only": coz("run", "-q", "--fixed-speedup", "0", "-o", work / f"{program}-sampling-only.coz", "---"),
-        "full": coz("run", "-q", "-o", work / f"{program}-full.coz", "---"),
+    profiled = {
+        "sampling": ("sampling only", coz("run", "-q", "--fixed-speedup", "0", "-o", work / f"{program}-sampling-only.coz", "---")),
+        "full": ("full", coz("run", "-q", "-o", work / f"{program}-full.coz", "---")),
     }
+    unknown = set(modes) - set(profiled)
+    if unknown or not modes:
+        sys.exit(f"--overhead-modes: {', '.join(sorted(unknown)) or 'none given'}: the modes are sampling and full")
+    wrappers = {"plain": [], **dict(profiled[m] for m in profiled if m in modes)}
     for path in (work / f"{program}-sampling-only.coz", work / f"{program}-full.coz"):
         path.unlink(missing_ok=True)  # runs append: one file per mode, every round in it
     rates = interleaved(list(wrappers), rounds, lambda mode: serve_and_load(wrappers[mode], seconds))
