@@ -97,6 +97,10 @@ fi
 if grep -qE '^sampling.*period=.*cpu-time=' "${profiles[@]}"; then
   grep -q 'id="coverage"' "$dom" || fail "no CPU time attributed figure from sampling records with period= and cpu-time="
 fi
+# The profiles given here that record steal time record more than 2% of it (conventional.coz: 2.5%).
+if grep -qE '^sampling.*steal=.*machine-time=' "${profiles[@]}"; then
+  grep -q 'id="steal"' "$dom" || fail "no warning of the steal time the sampling records give"
+fi
 if grep -q '^stack' "${profiles[@]}"; then
   chrome --dump-dom "$url#tab=stacks" >"$out/dom-stacks.html"
   grep -q 'id="flame-graph"' "$out/dom-stacks.html" || fail "no flame graph from the stack records"

@@ -18,6 +18,7 @@ import {
   readProfile,
   samplingCoverage,
   secondsPerExperiment,
+  stealShare,
   splitLocation,
   topCallees,
   upperQuantileApprox,
@@ -179,14 +180,33 @@ test("top callee: the frame right after the innermost in-scope frame, over that 
 
 test("sampling records are summed, a bad one is warned about", () => {
   const p = read("sampling\tsamples=100\tin-scope=90\tlost=1\tunwound=99\nsampling\tsamples=5\tlost=0\n");
-  assert.deepEqual(p.sampling, { processes: 1, samples: 100, in_scope: 90, lost: 1, timed: 0, attributed_ns: 0, cpu_time_ns: 0 });
+  assert.deepEqual(p.sampling, {
+    processes: 1,
+    samples: 100,
+    in_scope: 90,
+    lost: 1,
+    timed: 0,
+    attributed_ns: 0,
+    cpu_time_ns: 0,
+    steal_ns: 0,
+    machine_ns: 0,
+  });
   assert.deepEqual(p.warnings.map(formatWarning), ["t.coz:2: sampling record: missing in-scope=, skipped"]);
   const merged = emptyProfile();
   mergeProfile(merged, p);
   mergeProfile(merged, read("sampling\tsamples=10\tin-scope=10\tlost=0\n"));
   // Without period= and cpu-time= the times are unknown, not 0.
   const a = analyze(merged);
-  assert.deepEqual(a.sampling, { processes: 2, samples: 110, in_scope: 100, lost: 1, attributed_ns: null, cpu_time_ns: null });
+  assert.deepEqual(a.sampling, {
+    processes: 2,
+    samples: 110,
+    in_scope: 100,
+    lost: 1,
+    attributed_ns: null,
+    cpu_time_ns: null,
+    steal_ns: 0,
+    machine_ns: 0,
+  });
   assert.equal(samplingCoverage(a.sampling), null);
   assert.equal(analyze(read("runtime\ttime=5\n")).sampling, null);
 });
@@ -203,10 +223,38 @@ test("sampling period= and cpu-time= give the coverage; a bad pair is ignored, t
   );
   assert.deepEqual(p.warnings, []);
   const a = analyze(p);
-  assert.deepEqual(a.sampling, { processes: 4, samples: 120, in_scope: 110, lost: 0, attributed_ns: 100e6, cpu_time_ns: 400e6 });
+  assert.deepEqual(a.sampling, {
+    processes: 4,
+    samples: 120,
+    in_scope: 110,
+    lost: 0,
+    attributed_ns: 100e6,
+    cpu_time_ns: 400e6,
+    steal_ns: 0,
+    machine_ns: 0,
+  });
   assert.equal(samplingCoverage(a.sampling), 0.25);
   // A CPU time of 0 leaves the coverage undefined.
   assert.equal(samplingCoverage(analyze(read("sampling\tsamples=1\tin-scope=1\tlost=0\tperiod=5\tcpu-time=0\n")).sampling), null);
+});
+
+test("steal= and machine-time= are summed over processes as a pair (as the C++ reader); their share", () => {
+  const p = read(
+    [
+      "sampling\tsamples=10\tin-scope=10\tlost=0\tsteal=30000000\tmachine-time=1000000000",
+      "sampling\tsamples=10\tin-scope=10\tlost=0\tsteal=10000000\tmachine-time=1000000000",
+      "sampling\tsamples=10\tin-scope=10\tlost=0\tsteal=50000000", // no machine-time=: the pair is ignored
+      "",
+    ].join("\n"),
+  );
+  assert.deepEqual(p.warnings, []);
+  const a = analyze(p);
+  assert.equal(a.sampling.steal_ns, 40e6);
+  assert.equal(a.sampling.machine_ns, 2e9);
+  assert.equal(stealShare(a.sampling), 0.02);
+  // Without the pair (older runtimes, or no steal), the share is 0.
+  assert.equal(stealShare(analyze(read("sampling\tsamples=1\tin-scope=1\tlost=0\n")).sampling), 0);
+  assert.equal(stealShare(null), 0);
 });
 
 test("the two approximations of section 7", () => {

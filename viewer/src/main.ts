@@ -11,6 +11,7 @@ import {
   minSettleExperiments,
   PointSummary,
   samplingCoverage,
+  stealShare,
   secondsPerExperiment,
   settleHalfWidth,
   z95,
@@ -42,6 +43,7 @@ const tableRows = 100; // rows per conventional table before "show all"
 const hotShare = 0.05; // a line with this share of samples is "hot"
 const mostlyInCallee = 0.5; // a callee with this share of a line's stack samples is shown (as in `coz report`)
 const lowCoverage = 0.5; // below this share of CPU time attributed to lines, the verdicts speak for a minority (as in `coz report`)
+const highSteal = 0.02; // from this share of the machine's time taken by a hypervisor, it warns (as `coz report` does)
 const maxNeededCounted = 10000; // experiments counted per undecided line in "to settle" (as in `coz report`): one hopeless line must not swamp the sum
 const fdr = `${falseDiscoveryRate * 100}%`; // the false discovery rate, as text
 
@@ -247,6 +249,7 @@ function renderHeader() {
         )
       : "",
     coverageStat(a),
+    stealStat(a),
     stat("run time", duration(a.runtime_ns)),
   );
   for (const p of a.points) {
@@ -283,6 +286,25 @@ function coverageStat(a: Analysis): HTMLElement | "" {
     h("div", { class: "value" }, share(coverage)),
     h("div", { class: "label" }, "CPU time attributed"),
     low ? h("div", { class: "note" }, "most of the program's CPU time is not attributed to any line") : null,
+  );
+}
+
+/** "steal time": the share of the machine a hypervisor took during the run, shown from highSteal; "" below it. */
+function stealStat(a: Analysis): HTMLElement | "" {
+  const steal = stealShare(a.sampling);
+  if (steal < highSteal) return "";
+  return h(
+    "div",
+    {
+      class: "stat warn",
+      id: "steal",
+      title:
+        `A hypervisor kept this machine's CPUs from running for ${share(steal)} of their time during the run (steal time, /proc/stat). ` +
+        "It comes and goes, so effects measured at different moments differ by more than their intervals say: trust effects of a few % only from a quieter machine.",
+    },
+    h("div", { class: "value" }, share(steal)),
+    h("div", { class: "label" }, "taken by a hypervisor"),
+    h("div", { class: "note" }, "effects of a few % are unreliable"),
   );
 }
 

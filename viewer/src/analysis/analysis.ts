@@ -86,6 +86,8 @@ export interface SamplingSummary {
   lost: number;
   attributed_ns: number | null; // Σ in-scope × period
   cpu_time_ns: number | null; // Σ the processes' CPU time
+  steal_ns: number; // Σ the machine's steal time during the processes' runs (0 when none was recorded)
+  machine_ns: number; // Σ their wall time × online CPUs, over the same records
 }
 
 export interface Warning {
@@ -138,6 +140,11 @@ export function samplingCoverage(s: SamplingSummary | null): number | null {
   return s.attributed_ns / s.cpu_time_ns;
 }
 
+/** The share of the machine's CPU time a hypervisor took during the run (steal time); 0 when none was recorded. */
+export function stealShare(s: SamplingSummary | null): number {
+  return s && s.machine_ns > 0 ? s.steal_ns / s.machine_ns : 0;
+}
+
 function samplingSummary(t: SamplingTotals): SamplingSummary | null {
   if (t.processes === 0) return null;
   const timed = t.timed > 0;
@@ -148,6 +155,8 @@ function samplingSummary(t: SamplingTotals): SamplingSummary | null {
     lost: t.lost,
     attributed_ns: timed ? t.attributed_ns : null,
     cpu_time_ns: timed ? t.cpu_time_ns : null,
+    steal_ns: t.steal_ns,
+    machine_ns: t.machine_ns,
   };
 }
 

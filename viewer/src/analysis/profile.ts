@@ -43,6 +43,8 @@ export interface SamplingTotals {
   timed: number; // records that also had period= and cpu-time=
   attributed_ns: number; // Σ in-scope × period over those records
   cpu_time_ns: number; // Σ cpu-time over those records
+  steal_ns: number; // Σ steal= over the records that had it with machine-time=: a hypervisor's share
+  machine_ns: number; // Σ machine-time= over those records (wall time × online CPUs)
 }
 
 export interface Profile {
@@ -75,7 +77,7 @@ export function emptyProfile(): Profile {
     blocked: new Map(),
     runtimeNs: 0,
     experimentsStopped: [],
-    sampling: { processes: 0, samples: 0, in_scope: 0, lost: 0, timed: 0, attributed_ns: 0, cpu_time_ns: 0 },
+    sampling: { processes: 0, samples: 0, in_scope: 0, lost: 0, timed: 0, attributed_ns: 0, cpu_time_ns: 0, steal_ns: 0, machine_ns: 0 },
     sources: [],
     warnings: [],
     warningsDropped: 0,
@@ -101,6 +103,8 @@ function addSampling(into: SamplingTotals, t: SamplingTotals) {
   into.timed = saturatingAdd(into.timed, t.timed);
   into.attributed_ns = saturatingAdd(into.attributed_ns, t.attributed_ns);
   into.cpu_time_ns = saturatingAdd(into.cpu_time_ns, t.cpu_time_ns);
+  into.steal_ns = saturatingAdd(into.steal_ns, t.steal_ns);
+  into.machine_ns = saturatingAdd(into.machine_ns, t.machine_ns);
 }
 
 // std::from_chars grammar: no leading '+', no spaces, no hex.
@@ -301,6 +305,10 @@ class Reader {
       const period = f.lenientCount("period");
       const cpuTime = f.lenientCount("cpu-time");
       const timed = period !== null && cpuTime !== null;
+      // steal= and machine-time= (written when a hypervisor took any): both, else neither counts.
+      const steal = f.lenientCount("steal");
+      const machine = f.lenientCount("machine-time");
+      const stolen = steal !== null && machine !== null;
       if (f.ok) {
         addSampling(p.sampling, {
           processes: 1,
@@ -310,6 +318,8 @@ class Reader {
           timed: timed ? 1 : 0,
           attributed_ns: timed ? Math.min(inScope * period, u64Max) : 0,
           cpu_time_ns: timed ? cpuTime : 0,
+          steal_ns: stolen ? steal : 0,
+          machine_ns: stolen ? machine : 0,
         });
       }
     } else if (t === "stack") {
