@@ -396,6 +396,15 @@ FixedLineRun run_fixed_line(const std::vector<std::string>& program_and_args, co
   return best;
 }
 
+void again_under_steal(const std::string& what, const std::function<AttemptVerdict(int)>& attempt) {
+  for (int n = 1; n <= max_profiles_per_run; ++n) {
+    const AttemptVerdict verdict = attempt(n);
+    if (verdict.holds || verdict.steal_share < max_steal_share || n == max_profiles_per_run) return;
+    std::cerr << "[ steal    ] " << what << ": failed while a hypervisor took " << 100 * verdict.steal_share
+              << "% of the machine's CPU time: running again\n";
+  }
+}
+
 // ---- reading profiles line by line ----------------------------------------------
 
 namespace {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -178,6 +179,19 @@ struct FixedLineRun {
 constexpr double max_steal_share = 0.02;
 /// How many times run_fixed_line profiles while the steal stays above that.
 constexpr int max_profiles_per_run = 3;
+
+/// What one attempt of a test that counts rounds or experiments found.
+struct AttemptVerdict {
+  bool holds = true;         // its checks pass
+  double steal_share = 0.0;  // of its profile (analysis::SamplingTotals::steal_share)
+};
+
+/// Calls `attempt(n)` for n = 1, 2, ... again while its checks fail and a
+/// hypervisor took more than max_steal_share of the machine during it, up to
+/// max_profiles_per_run times in all, and says why on stderr. With little
+/// steal a failure stands at once; the caller asserts on what the last
+/// attempt left. `what` names the run in that line.
+void again_under_steal(const std::string& what, const std::function<AttemptVerdict(int)>& attempt);
 
 /// Runs `coz run --fixed-line LINE --fixed-speedup PCT [extra_options]` on the
 /// program. If that run wrote no 0% experiments for the line (a runtime may or

@@ -252,32 +252,49 @@ TEST_F(IntegrationTest, AnIdleProgramsProfilerThreadMostlySleeps) {
 // program sharing its 2 cores with two busy processes (a virtual speedup
 // under CPU contention is both noisier and smaller: the note of issue 16),
 // and 60 experiments then missed the winner in 7 of 14 runs (90: 2 of 8).
+// A function's estimate from its ~20 experiments drifts with steal time too
+// (a run under 4.5% steal found no winner: bottleneck +16.7% ±25.6): a run
+// that fails while a hypervisor took more than max_steal_share of the
+// machine runs again (again_under_steal).
 TEST_F(IntegrationTest, TwoPhaseTestsFunctionsThenTheWinnersLines) {
-  setenv("COZ_TWO_PHASE_EXPERIMENTS", "90", 1);
-  const ProcessResult process = coz_run(profile_path(), {"-v"}, {MANY_FUNCTIONS_EXE, "-s", "9"}, scratch_);
-  unsetenv("COZ_TWO_PHASE_EXPERIMENTS");
-  ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
-  EXPECT_NE(process.err.find("experiments on functions first"), std::string::npos) << process.err;
-  const std::optional<analysis::Profile> profile = read_profile(profile_path());
-  ASSERT_TRUE(profile) << "no profile written";
   const std::string bottleneck_line = marked_line("many_functions.c", "bottleneck");
+  ProcessResult process;
+  std::optional<analysis::Profile> profile;
   // In file order: line experiments (before the size was judged), then
   // function units (`file:function`, any function, `main` too), then lines
   // of the winner (`file:number`).
-  enum class Stage { Before, Functions, Lines } stage = Stage::Before;
+  enum class Stage { Before, Functions, Lines };
   size_t functions = 0, winner_lines = 0, other_lines = 0;
-  for (const analysis::Experiment& e : profile->experiments) {
-    const std::string tail = e.selected.substr(e.selected.rfind(':') + 1);
-    const bool unit = tail.empty() || !std::all_of(tail.begin(), tail.end(), ::isdigit);
-    if (unit) {
-      EXPECT_NE(stage, Stage::Lines) << "a function unit after the line phase began: " << e.selected;
-      stage = Stage::Functions;
-      ++functions;
-    } else if (stage != Stage::Before) {
-      stage = Stage::Lines;
-      (location_matches(e.selected, bottleneck_line) ? winner_lines : other_lines) += 1;
+  std::vector<std::string> units_after_lines;
+  again_under_steal("many_functions", [&](int) {
+    setenv("COZ_TWO_PHASE_EXPERIMENTS", "90", 1);
+    process = coz_run(profile_path(), {"-v"}, {MANY_FUNCTIONS_EXE, "-s", "9"}, scratch_);
+    unsetenv("COZ_TWO_PHASE_EXPERIMENTS");
+    profile = read_profile(profile_path());
+    functions = winner_lines = other_lines = 0;
+    units_after_lines.clear();
+    if (!process.exited || process.exit_status != 0 || !profile) return AttemptVerdict{};  // asserted below
+    Stage stage = Stage::Before;
+    for (const analysis::Experiment& e : profile->experiments) {
+      const std::string tail = e.selected.substr(e.selected.rfind(':') + 1);
+      const bool unit = tail.empty() || !std::all_of(tail.begin(), tail.end(), ::isdigit);
+      if (unit) {
+        if (stage == Stage::Lines) units_after_lines.push_back(e.selected);
+        stage = Stage::Functions;
+        ++functions;
+      } else if (stage != Stage::Before) {
+        stage = Stage::Lines;
+        (location_matches(e.selected, bottleneck_line) ? winner_lines : other_lines) += 1;
+      }
     }
-  }
+    return AttemptVerdict{functions == 90 && winner_lines >= 10 && other_lines == 0 && units_after_lines.empty(),
+                          profile->sampling.steal_share()};
+  });
+  ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
+  EXPECT_NE(process.err.find("experiments on functions first"), std::string::npos) << process.err;
+  ASSERT_TRUE(profile) << "no profile written";
+  EXPECT_TRUE(units_after_lines.empty()) << "function units after the line phase began: "
+                                         << testing::PrintToString(units_after_lines);
   EXPECT_EQ(functions, 90u) << process.err << describe_experiments(*profile);
   EXPECT_GE(winner_lines, 10u) << process.err << describe_experiments(*profile);
   EXPECT_EQ(other_lines, 0u) << process.err << describe_experiments(*profile);

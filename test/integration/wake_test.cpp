@@ -78,35 +78,63 @@ class WakeTest : public ::testing::Test {
   // together in 16 to 33 of 48: one kind alone is too noisy to hold to a
   // count, so the test holds each kind to one paid round and the three
   // together to 10. A runtime that let outside wakes claim credit pays in
-  // none of them.
-  void expect_right_payers(const std::map<std::string, Rounds>& kinds) {
-    ASSERT_EQ(kinds.size(), 29u) << "every kind must report";
+  // none of them. What is wrong with the payers, one line each; empty when
+  // they are right.
+  static std::string payer_problems(const std::map<std::string, Rounds>& kinds) {
+    if (kinds.size() != 29u) return "every kind must report: " + std::to_string(kinds.size()) + " of 29 did\n";
+    std::string problems;
     int outside_paid = 0;
     int program_paid = 0;
     for (const auto& [kind, rounds] : kinds) {
-      ASSERT_EQ(rounds.total, 16) << kind;
+      if (rounds.total != 16) problems += kind + ": " + std::to_string(rounds.total) + " rounds, not 16\n";
       if (kind.rfind("outside_", 0) == 0) {
         outside_paid += rounds.paid;
-        EXPECT_GE(rounds.paid, 1) << kind << ": woken from outside, it must pay what accrued while it slept";
+        if (rounds.paid < 1) problems += kind + ": woken from outside, it must pay what accrued while it slept\n";
       } else {
         // A round may straddle an experiment's start (its debt is then
         // forgiven or not, by timing), or be slowed by the machine: a kind
         // paid in 0 or 1 of its 16 rounds here, once 2 (readv_pipe, timer
         // fallback, in a fresh-clone run). The bug this guards against paid
         // in 5 to 12 rounds of every kind.
-        EXPECT_LE(rounds.paid, 2) << kind << ": woken by a thread of the program, it must claim the waker's credit";
+        if (rounds.paid > 2) {
+          problems += kind + ": paid in " + std::to_string(rounds.paid) +
+                      " rounds (at most 2): woken by a thread of the program, it must claim the waker's credit\n";
+        }
         program_paid += rounds.paid;
       }
     }
-    EXPECT_LE(program_paid, 8) << "woken by a thread of the program, waiters must claim the waker's credit "
-                                  "(of 26 kinds x 16 rounds)";
-    EXPECT_GE(outside_paid, 10) << "woken from outside, waiters must pay what accrued while they slept";
+    if (program_paid > 8) {
+      problems += "woken by a thread of the program, waiters must claim the waker's credit: " +
+                  std::to_string(program_paid) + " rounds paid of 26 kinds x 16 (at most 8)\n";
+    }
+    if (outside_paid < 10) {
+      problems += "woken from outside, waiters must pay what accrued while they slept: " +
+                  std::to_string(outside_paid) + " rounds paid (at least 10)\n";
+    }
+    return problems;
+  }
+
+  void expect_right_payers(const std::map<std::string, Rounds>& kinds) {
+    const std::string problems = payer_problems(kinds);
+    EXPECT_TRUE(problems.empty()) << problems;
   }
 
   TempDir scratch_;
 };
 
-TEST_F(WakeTest, WaiterWokenByProgramThreadClaimsCreditAndOutsidePays) { expect_right_payers(run()); }
+// Its rounds are ~30 ms; in a burst of steal time a round woken by the
+// program paid 3 times where at most 2 may (stop 46, 4.5% steal): a run
+// whose payers are wrong while a hypervisor took more than max_steal_share
+// of the machine runs again (again_under_steal).
+TEST_F(WakeTest, WaiterWokenByProgramThreadClaimsCreditAndOutsidePays) {
+  std::map<std::string, Rounds> kinds;
+  again_under_steal("wake_kinds", [&](int) {
+    kinds = run();
+    const std::optional<analysis::Profile> profile = read_profile(scratch_.file("profile.coz"));
+    return AttemptVerdict{payer_problems(kinds).empty(), profile ? profile->sampling.steal_share() : 0.0};
+  });
+  expect_right_payers(kinds);
+}
 
 // The timer fallback (perf_event refused): samples come from CPU-time timers,
 // whose signals can arrive inside a system call; no wait may fail with EINTR
