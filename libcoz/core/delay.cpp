@@ -104,12 +104,7 @@ uint64_t DelayLedger::pay_all(ThreadLedger& t) {
   return total;
 }
 
-uint64_t DelayLedger::pay_from_signal(ThreadLedger& t) {
-  // Inside a blocking call, what accrues is skipped or paid by post_block;
-  // paid here too, it would be paid twice.
-  if (t.busy.load(std::memory_order_relaxed) || t.blocked.load(std::memory_order_relaxed)) return 0;
-  return pay(t);
-}
+uint64_t DelayLedger::pay_from_signal(ThreadLedger& t) { return paid_elsewhere(t) ? 0 : pay(t); }
 
 void DelayLedger::count_as_paid(ThreadLedger& t, uint64_t ns) {
   t.local.fetch_add(ns, std::memory_order_relaxed);

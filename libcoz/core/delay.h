@@ -110,9 +110,7 @@ class DelayLedger {
   uint64_t pay_from_signal(ThreadLedger& t);
   /// Whether pay_from_signal would pay now, by loads only: a handler that
   /// must prepare for a payment (pause its sampler) asks first.
-  bool would_pay_from_signal(const ThreadLedger& t) const {
-    return !t.busy.load(std::memory_order_relaxed) && !t.blocked.load(std::memory_order_relaxed) && owes(t);
-  }
+  bool would_pay_from_signal(const ThreadLedger& t) const { return !paid_elsewhere(t) && owes(t); }
   /// Counts `ns` the thread spent on a payment besides its sleep (a
   /// handler pausing and restarting its sampler around it: pay_from_handler
   /// in sampler.cpp) as paid: it made no progress then either, and a thread
@@ -155,6 +153,12 @@ class DelayLedger {
   void catch_up(ThreadLedger& t) { pay_all(t); }
 
  private:
+  /// Whether a signal handler must leave the thread's debt alone: it
+  /// interrupted ledger code, or a blocking call, whose post_block skips or
+  /// pays what accrues (paid here too, it would be paid twice).
+  static bool paid_elsewhere(const ThreadLedger& t) {
+    return t.busy.load(std::memory_order_relaxed) || t.blocked.load(std::memory_order_relaxed);
+  }
   void forgive_old_debt(ThreadLedger& t) const;
   /// Global count less what the thread paid or was forgiven; reads only.
   uint64_t debt(const ThreadLedger& t) const {
