@@ -139,7 +139,7 @@ def arguments(doc, **iterations):
     ap.add_argument("--overhead", action="store_true",
                     help="measure only what profiling costs the server's throughput: plain, under "
                          "`coz run --fixed-speedup 0` (sampling alone) and under `coz run`, in interleaved rounds")
-    ap.add_argument("--overhead-modes", default="sampling,full",
+    ap.add_argument("--overhead-modes", default=["sampling", "full"], type=lambda text: text.split(","),
                     help="with --overhead, the profiled runs to measure against plain: `sampling` "
                          "(sampling alone), `full`, or both (comma-separated); one mode affords more rounds")
     ap.add_argument("--system", action="store_true",

@@ -117,7 +117,7 @@ def main():
         serve_and_load = lambda wrapper, seconds: rate_under(full, seconds, wrapper)
         print(f"## memcached 1.6.18, `-t 2`, {CONNECTIONS} connections, 9 gets in 10: what profiling costs\n")
         common.print_overhead(args.work, "memcached", args.rounds, args.truth_seconds, serve_and_load,
-                              args.overhead_modes.split(","))
+                              args.overhead_modes)
         return 0
 
     log(f"truth: {args.rounds} interleaved rounds of {args.truth_seconds} s per variant")

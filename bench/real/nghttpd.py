@@ -89,7 +89,7 @@ def main():
         serve_and_load = lambda wrapper, seconds: rate_under(full, seconds, wrapper)
         print("## nghttpd 1.52.0, `-n 2`, h2load `-c 4 -m 10`: what profiling costs\n")
         common.print_overhead(args.work, "nghttpd", args.rounds, args.truth_seconds, serve_and_load,
-                              args.overhead_modes.split(","))
+                              args.overhead_modes)
         return 0
 
     log(f"truth: {args.rounds} interleaved rounds of {args.truth_seconds} s per variant")

@@ -48,8 +48,10 @@ static unsigned long other_threads_wakes(void) {
     snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
     FILE* f = fopen(path, "r");
     if (!f) continue;
-    while (fgets(line, sizeof line, f)) total += strtoul(line + strcspn(line, "0123456789"), NULL, 10) *
-                                                 (strncmp(line, "voluntary_ctxt_switches:", 24) == 0);
+    static const char key[] = "voluntary_ctxt_switches:";
+    while (fgets(line, sizeof line, f)) {
+      if (strncmp(line, key, sizeof key - 1) == 0) total += strtoul(line + sizeof key - 1, NULL, 10);
+    }
     fclose(f);
   }
   closedir(dir);
