@@ -286,6 +286,7 @@ void LineMap::add_function_symbols(const ElfFile& elf, const std::string& path, 
     auto [it, inserted] = function_line_ids_.try_emplace(key, static_cast<uint32_t>(lines_.size()));
     if (inserted) {
       SourceLine& l = lines_.emplace_back();
+      l.index = static_cast<uint32_t>(lines_.size() - 1);
       l.file = files_[file_id];
       l.line = 0;
       l.function = std::move(function);
@@ -310,6 +311,7 @@ uint32_t LineMap::intern_line(uint32_t file_id, uint32_t line, bool& inserted) {
   inserted = added;
   if (inserted) {
     SourceLine& l = lines_.emplace_back();
+    l.index = static_cast<uint32_t>(lines_.size() - 1);
     l.file = files_[file_id];
     l.line = line;
     line_object_.push_back(0);
@@ -397,7 +399,10 @@ std::vector<LineMap::Range> LineMap::without_code_added(const std::vector<Range>
 }
 
 size_t LineMap::group_by_function() {
-  for (SourceLine& l : lines_) {
+  // Only the lines added since the last call: the others have their unit,
+  // or stay themselves (called at each experiment of the two-phase mode's first phase).
+  for (; grouped_lines_ < lines_.size(); ++grouped_lines_) {
+    SourceLine& l = lines_[grouped_lines_];
     // Lines without a function stay themselves; so do function-level lines
     // of binaries without debug info, which already stand for a function.
     if (l.line == 0 || l.function.empty() || l.unit.load(std::memory_order_relaxed)) continue;
@@ -415,6 +420,7 @@ size_t LineMap::group_by_function() {
 
 void LineMap::ungroup() {
   for (SourceLine& l : lines_) l.unit.store(nullptr, std::memory_order_release);
+  grouped_lines_ = 0;
 }
 
 const SourceLine* LineMap::unit_of(const SourceLine& line) const {

@@ -43,8 +43,12 @@ struct SourceLine {
   /// What an experiment that selects this line speeds up: null for the line
   /// itself, or its function's unit (LineMap::group_by_function).
   std::atomic<SourceLine*> unit{nullptr};
-  std::atomic<uint64_t> samples{0};           // all samples attributed here (sampling path)
+  std::atomic<uint64_t> samples{0};           // all samples attributed here (LineMap::count_samples)
   std::atomic<uint64_t> reported_samples{0};  // part of `samples` already written to the profile
+  uint32_t index = 0;                         // its place in LineMap::lines()
+  /// The line sampled first before this one: the list of sampled lines
+  /// (LineMap::count_samples, SampledLines), set once before the line joins it.
+  const SourceLine* sampled_before = nullptr;
 
   /// "FILE:LINE", or "FILE:FUNCTION" for a function unit or a function-level
   /// line (line 0; FILE is the binary's path without debug info); followed
@@ -105,6 +109,18 @@ class LineMap {
 
   /// The line containing `address`, or nullptr. Async-signal-safe.
   SourceLine* find(uintptr_t address) const;
+
+  /// Counts `n` samples at `line` (one of lines()). A line's first samples
+  /// put it at the head of the list of sampled lines, which SampledLines
+  /// reads. Async-signal-safe.
+  void count_samples(SourceLine& line, uint64_t n) {
+    if (n == 0 || line.samples.fetch_add(n, std::memory_order_relaxed) != 0) return;
+    const SourceLine* head = newest_sampled_.load(std::memory_order_relaxed);
+    do line.sampled_before = head;
+    while (!newest_sampled_.compare_exchange_weak(head, &line, std::memory_order_release, std::memory_order_relaxed));
+  }
+  /// The line most recently sampled for the first time: the head of the list.
+  const SourceLine* newest_sampled() const { return newest_sampled_.load(std::memory_order_acquire); }
 
   /// The line named `file:line`, where `file` may be the full path or any
   /// suffix of it that starts after a '/' (e.g. "main.cpp" or "src/main.cpp").
@@ -170,6 +186,8 @@ class LineMap {
 
   std::deque<SourceLine> lines_;
   std::deque<SourceLine> units_;  // function units (group_by_function)
+  size_t grouped_lines_ = 0;      // lines_ that group_by_function has looked at since the last ungroup()
+  std::atomic<const SourceLine*> newest_sampled_{nullptr};  // count_samples
   std::unordered_map<std::string, SourceLine*> unit_of_function_;
   std::vector<Range> pending_;  // added since the last finalize(), unsorted
   /// The code of the objects added since the last finalize() (runtime
@@ -184,6 +202,28 @@ class LineMap {
   std::unordered_map<std::string, uint32_t> function_line_ids_;  // binary path '\0' function -> index into lines_
   std::vector<uint32_t> line_object_;                // per line: last object that used it (counts ObjectLines::lines)
   uint32_t object_count_ = 0;
+};
+
+/// The indices of the lines sampled so far, for a reader that passes over
+/// them often (the profiler, at each experiment): a pass then costs the
+/// lines the program runs, not every line of its code (nghttpd: 5,106).
+/// Lines only ever join LineMap's list, at its head, so each refresh reads
+/// only the lines that joined since the last. One reader per object.
+class SampledLines {
+ public:
+  /// Brings the indices up to date with `map`'s list and returns them. A
+  /// line whose first sample is being counted at this moment may join only
+  /// at the next refresh.
+  const std::vector<uint32_t>& refresh(const LineMap& map) {
+    const SourceLine* newest = map.newest_sampled();
+    for (const SourceLine* l = newest; l != seen_; l = l->sampled_before) indices_.push_back(l->index);
+    seen_ = newest;
+    return indices_;
+  }
+
+ private:
+  const SourceLine* seen_ = nullptr;
+  std::vector<uint32_t> indices_;
 };
 
 }  // namespace coz

@@ -376,14 +376,15 @@ void Profiler::start_line_choice() {
   }
   FutexGuard guard(rt_.lines_lock);
   const auto& lines = rt_.lines.lines();
-  choice_base_.resize(lines.size());
-  for (size_t i = 0; i < lines.size(); ++i) choice_base_[i] = lines[i].samples.load(std::memory_order_relaxed);
+  choice_base_.resize(lines.size());  // a line never sampled stays at 0
+  for (uint32_t i : sampled_lines_.refresh(rt_.lines)) choice_base_[i] = lines[i].samples.load(std::memory_order_relaxed);
   samples_at_empty_look_ = no_look;
 }
 
-/// A look costs a pass over every line, every poll (~1 ms) until it finds
-/// one: while a server idled, nghttpd's 5,106 lines kept the profiler
-/// thread at 6% of a core. So when nothing was sampled since a look that
+/// A look costs a pass over the sampled lines and a choice among every
+/// line, every poll (~1 ms) until it finds one: while a server idled,
+/// nghttpd's 5,106 lines (each looked at, then) kept the profiler thread at
+/// 6% of a core. So when nothing was sampled since a look that
 /// found nothing, the lines are not looked at again, but for one look in 64
 /// (a sample is counted in the run's total before its line's count, and
 /// the two may be seen apart).
@@ -400,7 +401,9 @@ SourceLine* Profiler::look_for_line() {
   auto& lines = rt_.lines.lines();
   choice_base_.resize(lines.size(), 0);  // lines of libraries loaded since: all their samples are new
   std::vector<uint64_t> fresh(lines.size());
-  for (size_t i = 0; i < lines.size(); ++i) fresh[i] = lines[i].samples.load(std::memory_order_relaxed) - choice_base_[i];
+  for (uint32_t i : sampled_lines_.refresh(rt_.lines)) {
+    fresh[i] = lines[i].samples.load(std::memory_order_relaxed) - choice_base_[i];
+  }
   apply_two_phase(fresh);
   if (!control_.aim.empty() && scheduler_.aim_next()) {
     if (SourceLine* unit = choose_aimed_unit()) return unit;
@@ -466,8 +469,8 @@ void Profiler::apply_two_phase(std::vector<uint64_t>& fresh) {
   if (two_phase_.phase() == TwoPhase::Phase::Undecided) {
     uint64_t total = 0;
     size_t sampled = 0;
-    for (const SourceLine& l : lines) {
-      uint64_t n = l.samples.load(std::memory_order_relaxed);
+    for (uint32_t i : sampled_lines_.refresh(rt_.lines)) {
+      uint64_t n = lines[i].samples.load(std::memory_order_relaxed);
       total += n;
       sampled += n > 0;
     }
@@ -677,7 +680,9 @@ void Profiler::write_new_samples() {
   std::vector<std::pair<std::string, uint64_t>> stacks;
   {
     FutexGuard guard(rt_.lines_lock);  // lines, and the object list naming functions reads, grow with dlopen
-    for (auto& line : rt_.lines.lines()) {
+    auto& lines = rt_.lines.lines();
+    for (uint32_t i : sampled_lines_.refresh(rt_.lines)) {
+      SourceLine& line = lines[i];
       uint64_t now = line.samples.load(std::memory_order_relaxed);
       uint64_t before = line.reported_samples.load(std::memory_order_relaxed);
       if (now > before) {

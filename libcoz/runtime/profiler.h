@@ -170,6 +170,8 @@ class Profiler {
     Profiler& p;
   };
   std::vector<uint64_t> choice_base_;  // each line's samples when the choice window started (by index)
+  // The lines with samples, which the passes at each experiment visit (under rt_.lines_lock).
+  SampledLines sampled_lines_;
   // The run's sample count when a look at the lines last chose nothing, and
   // the looks skipped since (choose_line); no_look: the next one looks.
   static constexpr uint64_t no_look = UINT64_MAX;

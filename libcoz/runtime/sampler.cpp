@@ -216,7 +216,7 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
     return;
   }
   rt.stacks.add(frames, depth, weight);
-  line->samples.fetch_add(weight, std::memory_order_relaxed);
+  rt.lines.count_samples(*line, weight);
 
   SourceLine* selected = rt.experiment.selected.load(std::memory_order_acquire);
   if (selected == line->experiment_unit()) {

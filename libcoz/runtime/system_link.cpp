@@ -78,7 +78,7 @@ void SystemLink::publish_samples() {
   auto& lines = rt_.lines.lines();
   published_.resize(lines.size(), 0);
   shared_lines_.resize(lines.size(), nullptr);
-  for (size_t i = 0; i < lines.size(); ++i) {
+  for (uint32_t i : sampled_lines_.refresh(rt_.lines)) {
     uint64_t now = lines[i].samples.load(std::memory_order_relaxed);
     if (now == published_[i]) continue;
     if (!shared_lines_[i]) shared_lines_[i] = shared_.lines.find_or_claim(lines[i].name());

@@ -89,6 +89,7 @@ class SystemLink {
   SystemShared& shared_;
   std::vector<uint64_t> published_;         // each line's samples already published (by index)
   std::vector<SharedLine*> shared_lines_;   // each line's shared entry (by index), once claimed
+  SampledLines sampled_lines_;              // the lines publish_samples visits (under rt_.lines_lock)
   std::vector<uint64_t> choice_base_;       // each shared entry's samples when the choice window began
   size_t indexed_lines_ = 0;                // lines in names_
   std::vector<std::pair<std::string, SourceLine*>> names_;  // sorted by name

@@ -12,6 +12,9 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <thread>
+#include <algorithm>
+#include <atomic>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -482,6 +485,93 @@ TEST(LineMap, EmptyMap) {
   map.finalize();
   EXPECT_EQ(map.range_count(), 0u);
   EXPECT_EQ(map.find(0x1000), nullptr);
+}
+
+
+// The profiler's passes at each experiment visit the sampled lines only
+// (SampledLines): each line with samples must be there once, whenever its
+// first sample came, for a reader that started late as for one that kept up.
+TEST(LineMap, SampledLinesHoldEachSampledLineOnce) {
+  auto l = load("lines_cpp");
+  auto& lines = l->map.lines();
+  ASSERT_GE(lines.size(), 6u);
+  for (size_t i = 0; i < lines.size(); ++i) ASSERT_EQ(lines[i].index, i);
+  SampledLines early;
+  EXPECT_TRUE(early.refresh(l->map).empty());
+  l->map.count_samples(lines[3], 1);
+  l->map.count_samples(lines[0], 2);
+  l->map.count_samples(lines[3], 1);
+  l->map.count_samples(lines[5], 0);  // no sample: not a sampled line
+  EXPECT_EQ(early.refresh(l->map), (std::vector<uint32_t>{0, 3}));  // newest first
+  l->map.count_samples(lines[5], 4);
+  l->map.count_samples(lines[0], 1);
+  EXPECT_EQ(early.refresh(l->map), (std::vector<uint32_t>{0, 3, 5}));
+  EXPECT_EQ(early.refresh(l->map), (std::vector<uint32_t>{0, 3, 5}));
+  SampledLines late;
+  EXPECT_EQ(late.refresh(l->map), (std::vector<uint32_t>{5, 0, 3}));
+  EXPECT_EQ(lines[0].samples.load(), 3u);
+  EXPECT_EQ(lines[3].samples.load(), 2u);
+  EXPECT_EQ(lines[5].samples.load(), 4u);
+}
+
+// Samples are counted by signal handlers on every thread while the
+// profiler thread reads the list.
+TEST(LineMap, SampledLinesWhileThreadsCountSamples) {
+  auto l = load("lines_cpp");
+  auto& lines = l->map.lines();
+  const size_t n = lines.size();
+  SampledLines reader;
+  std::atomic<int> running{4};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t round = 0; round < 200; ++round) {
+        for (size_t i = static_cast<size_t>(t); i < n; i += 3) l->map.count_samples(lines[(i * 7 + round) % n], 1);
+      }
+      running.fetch_sub(1);
+    });
+  }
+  while (running.load() > 0) reader.refresh(l->map);
+  for (auto& t : threads) t.join();
+  std::vector<uint32_t> seen = reader.refresh(l->map);
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end()) << "a line listed twice";
+  std::vector<uint32_t> sampled;
+  for (const SourceLine& line : lines) {
+    if (line.samples.load() > 0) sampled.push_back(line.index);
+  }
+  EXPECT_EQ(seen, sampled);
+}
+
+// group_by_function looks only at the lines added since its last call; an
+// ungroup() makes it look at every line again.
+TEST(LineMap, GroupingByFunctionReachesLinesAddedLater) {
+  LineMap map;
+  map.add_object(fixture("lines_dwarf5_nopie"), 0, everything);
+  map.finalize();
+  auto grouped = [&] {
+    size_t with_unit = 0, groupable = 0;
+    for (const SourceLine& line : map.lines()) {
+      if (line.line == 0 || line.function.empty()) continue;
+      ++groupable;
+      with_unit += line.unit.load() != nullptr;
+    }
+    return std::pair{with_unit, groupable};
+  };
+  map.group_by_function();
+  auto [first_units, first_groupable] = grouped();
+  ASSERT_GT(first_groupable, 0u);
+  EXPECT_EQ(first_units, first_groupable);
+  map.add_object(fixture("lines_cpp"), 0x7f00'0000'0000, everything);
+  map.finalize();
+  map.group_by_function();
+  auto [units, groupable] = grouped();
+  EXPECT_GT(groupable, first_groupable);
+  EXPECT_EQ(units, groupable);
+  map.ungroup();
+  EXPECT_EQ(grouped().first, 0u);
+  map.group_by_function();
+  EXPECT_EQ(grouped().first, groupable);
 }
 
 }  // namespace
