@@ -29,7 +29,8 @@ void StackTable::add(const StackFrame* frames, size_t depth, uint64_t count) {
   // eighth of the slots (2,870 of 9,575 samples kept, 2,168 stacks stored).
   const uint64_t home = mix(key);
   for (size_t probe = 0; probe < max_probes; ++probe) {
-    Slot& slot = slots_[(home + probe) % slot_count];
+    const size_t index = (home + probe) % slot_count;
+    Slot& slot = slots_[index];
     uint64_t seen = slot.key.load(std::memory_order_acquire);
     if (seen == 0) {
       if (slot.key.compare_exchange_strong(seen, key, std::memory_order_acq_rel)) {
@@ -37,6 +38,7 @@ void StackTable::add(const StackFrame* frames, size_t depth, uint64_t count) {
         for (size_t i = 0; i < depth; ++i) slot.frames[i] = frames[i];
         slot.ready.store(true, std::memory_order_release);
         slot.count.fetch_add(count, std::memory_order_relaxed);
+        claimed_.add(index);
         return;
       }
     }
@@ -55,10 +57,10 @@ std::vector<std::pair<std::string, uint64_t>> StackTable::take_new(
   // Two takers reading `reported` before either wrote it would both take
   // the same samples (and one could set it back below the other's).
   FutexGuard guard(take_lock_);
-  for (Slot& slot : slots_) {
-    if (!slot.ready.load(std::memory_order_acquire)) continue;
+  claimed_.for_each([&](size_t index) {
+    Slot& slot = slots_[index];
     uint64_t count = slot.count.load(std::memory_order_relaxed);
-    if (count == slot.reported) continue;
+    if (count == slot.reported) return;
     std::string folded;
     for (size_t i = slot.depth; i-- > 0;) {  // outermost first
       if (!folded.empty()) folded += ';';
@@ -68,7 +70,7 @@ std::vector<std::pair<std::string, uint64_t>> StackTable::take_new(
     }
     out.emplace_back(std::move(folded), count - slot.reported);
     slot.reported = count;
-  }
+  });
   return out;
 }
 
@@ -97,9 +99,13 @@ void BlockedTable::add(SourceLine* site, WaitKind kind, uint64_t ns, uint64_t co
   const uint64_t key = ((reinterpret_cast<uintptr_t>(site) << 4) | static_cast<uint64_t>(kind)) + 1;
   const uint64_t home = mix(key);
   for (size_t probe = 0; probe < max_probes; ++probe) {
-    Slot& slot = slots_[(home + probe) % slot_count];
+    const size_t index = (home + probe) % slot_count;
+    Slot& slot = slots_[index];
     uint64_t seen = slot.key.load(std::memory_order_acquire);
-    if (seen == 0 && slot.key.compare_exchange_strong(seen, key, std::memory_order_acq_rel)) seen = key;
+    if (seen == 0 && slot.key.compare_exchange_strong(seen, key, std::memory_order_acq_rel)) {
+      seen = key;
+      claimed_.add(index);
+    }
     if (seen == key) {
       slot.ns.fetch_add(ns, std::memory_order_relaxed);
       slot.count.fetch_add(count, std::memory_order_relaxed);
@@ -112,20 +118,20 @@ void BlockedTable::add(SourceLine* site, WaitKind kind, uint64_t ns, uint64_t co
 std::vector<BlockedTable::Entry> BlockedTable::take_new() {
   std::vector<Entry> out;
   FutexGuard guard(take_lock_);
-  for (Slot& slot : slots_) {
+  claimed_.for_each([&](size_t index) {
+    Slot& slot = slots_[index];
     const uint64_t key = slot.key.load(std::memory_order_acquire);
-    if (key == 0) continue;
     // A wait being added may be in `count` and not yet in `ns` (or the other
     // way round): the next call takes the rest.
     const uint64_t count = slot.count.load(std::memory_order_relaxed);
     const uint64_t ns = slot.ns.load(std::memory_order_relaxed);
-    if (count == slot.reported_count && ns == slot.reported_ns) continue;
+    if (count == slot.reported_count && ns == slot.reported_ns) return;
     const auto* site = reinterpret_cast<SourceLine*>((key - 1) >> 4);
     out.push_back({site ? site->name() : "?", static_cast<WaitKind>((key - 1) & 15), ns - slot.reported_ns,
                    count - slot.reported_count});
     slot.reported_ns = ns;
     slot.reported_count = count;
-  }
+  });
   return out;
 }
 

@@ -3,7 +3,9 @@
 // profile as `stack` and `blocked` records (docs/profile-format.md).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,6 +21,33 @@ namespace coz {
 /// so its low bit is 0) or an out-of-scope function that an in-scope line
 /// called (its entry address * 2 + 1), named only when written.
 using StackFrame = uintptr_t;
+
+/// The slots of an open-addressing table claimed so far, in the order they
+/// were claimed: the profiler takes the tables' new counts at each
+/// experiment, and a pass over the claimed slots costs the stacks and wait
+/// sites the program has, not the table's 4,096 slots. A slot is claimed
+/// once and never freed. Async-signal-safe to add to.
+template <size_t N>
+class ClaimedSlots {
+ public:
+  void add(size_t slot) {
+    const uint32_t k = count_.fetch_add(1, std::memory_order_relaxed);
+    if (k < N) order_[k].store(static_cast<uint32_t>(slot) + 1, std::memory_order_release);
+  }
+  /// f(slot) for each slot claimed so far; one whose claim is being noted
+  /// at this moment may come only at the next call.
+  template <class F>
+  void for_each(F f) const {
+    const uint32_t n = std::min<uint32_t>(count_.load(std::memory_order_acquire), N);
+    for (uint32_t k = 0; k < n; ++k) {
+      if (uint32_t noted = order_[k].load(std::memory_order_acquire)) f(noted - 1);
+    }
+  }
+
+ private:
+  std::atomic<uint32_t> count_{0};
+  std::atomic<uint32_t> order_[N] = {};  // slot + 1; 0: being noted
+};
 
 /// Call stacks (in-scope lines and the functions they called) counted from
 /// the sampling path: a fixed, preallocated open-addressing table, so
@@ -60,6 +89,7 @@ class StackTable {
     uint64_t reported = 0;  // part of count already taken, under take_lock_
   };
   Slot slots_[slot_count];
+  ClaimedSlots<slot_count> claimed_;  // noted once ready
   std::atomic<uint64_t> dropped_{0};
   FutexLock take_lock_;  // take_new's; add() never takes it
 };
@@ -104,6 +134,7 @@ class BlockedTable {
     uint64_t reported_ns = 0, reported_count = 0;  // under take_lock_
   };
   Slot slots_[slot_count];
+  ClaimedSlots<slot_count> claimed_;
   std::atomic<uint64_t> dropped_{0};
   FutexLock take_lock_;
 };

@@ -69,6 +69,36 @@ TEST(StackTable, ConcurrentTakersTakeEachSampleOnce) {
   EXPECT_EQ(taken[0] + taken[1], added) << "samples taken twice (more) or lost (fewer)";
 }
 
+// take_new passes over the slots claimed so far (ClaimedSlots), not the
+// whole table: stacks seen for the first time on several threads while
+// the profiler takes must each be taken, once.
+TEST(StackTable, StacksNewWhileTakingAreAllTaken) {
+  auto table = std::make_unique<StackTable>();
+  constexpr uint64_t adders = 4, stacks_each = 400;
+  std::atomic<int> running{static_cast<int>(adders)};
+  std::vector<std::thread> threads;
+  for (uint64_t a = 0; a < adders; ++a) {
+    threads.emplace_back([&, a] {
+      for (uint64_t i = 0; i < stacks_each; ++i) {
+        auto frames = stack(a * stacks_each + i);
+        table->add(frames.data(), frames.size(), 2);
+      }
+      running.fetch_sub(1);
+    });
+  }
+  std::map<std::string, uint64_t> taken;
+  auto take = [&] {
+    for (auto& [folded, count] : table->take_new(function_name)) taken[folded] += count;
+  };
+  while (running.load() > 0) take();
+  for (auto& t : threads) t.join();
+  take();
+  // Under half full, linear probing may still turn a stack or two away (DeepStacksFillTheWholeTable).
+  EXPECT_LE(table->dropped(), 2 * 4u);
+  EXPECT_EQ(2 * taken.size() + table->dropped(), 2 * adders * stacks_each);
+  for (const auto& [folded, count] : taken) EXPECT_EQ(count, 2u) << folded;
+}
+
 // Deep stacks of the same depth, whose frames are aligned line addresses:
 // the table must spread them over all its slots (hashed on the raw key,
 // whose low bits then depend on the depth alone, 2,870 of 9,575 samples of
