@@ -382,9 +382,9 @@ void Profiler::start_line_choice() {
 }
 
 /// A look costs a pass over the sampled lines and a choice among every
-/// line, every poll (~1 ms) until it finds one: while a server idled,
-/// nghttpd's 5,106 lines (each looked at, then) kept the profiler thread at
-/// 6% of a core. So when nothing was sampled since a look that
+/// line, every poll (~1 ms) until it finds one. When each look passed over
+/// every line, an idle nghttpd's 5,106 kept the profiler thread at 6% of a
+/// core. So when nothing was sampled since a look that
 /// found nothing, the lines are not looked at again, but for one look in 64
 /// (a sample is counted in the run's total before its line's count, and
 /// the two may be seen apart).
