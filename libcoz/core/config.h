@@ -76,7 +76,9 @@ struct Config {
   /// the tick's samples of its loops left 11% of the experiments without a
   /// sample in their line, and its top line got half the experiments in a
   /// run of the same length (docs/lifecycle.md, "Lower for threads woken
-  /// from outside").
+  /// from outside"). Also, with or without those events, the rate above
+  /// which a thread that hardly waits, preempted at every turn, moves to
+  /// its timer (sample_policy::rare_waits_per_cpu_second).
   uint64_t timer_switch_rate_outside = 2'000;
 
   /// Every experiment is a 0% baseline (--fixed-speedup 0): no delay is ever inserted.

@@ -72,6 +72,11 @@ SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates) {
     return rate != 0 && static_cast<double>(switches) * 1e9 > static_cast<double>(rate) * static_cast<double>(stretch.cpu_ns);
   };
   if (above(rates.any)) return SwitchVerdict::MoveToTimer;
+  // Switched often but hardly ever waiting: preempted, handing nothing to
+  // the program's other threads for the tick to read late.
+  const bool rarely_waits = static_cast<double>(voluntary) * 1e9 <=
+                            static_cast<double>(rare_waits_per_cpu_second) * static_cast<double>(stretch.cpu_ns);
+  if (rarely_waits && above(rates.hardly_waiting)) return SwitchVerdict::MoveToTimer;
   if (!above(rates.outside)) return SwitchVerdict::KeepEvent;
   const bool mostly_outside = stretch.outside_waits > 0 && stretch.outside_waits * 2 >= voluntary &&
                               stretch.outside_waits >= 3 * (stretch.program_waits + stretch.lock_waits);

@@ -168,12 +168,24 @@ constexpr uint64_t blocked_wait_min_ns = 5'000;
 /// +14% of its throughput against +2.5% with every thread on its timer.
 constexpr uint64_t lock_wait_share_of_switches = 32;
 
+/// A thread above the `hardly_waiting` rate that makes at most this many
+/// voluntary switches per second of its CPU time (one per 4-ms tick at
+/// HZ=250, Debian's) is preempted, not handing work on: it moves to its
+/// timer, whoever woke it (switch_verdict). memcached's workers under load
+/// on Linux 6.18: ~12,000 preemptions per CPU-second and ~15 voluntary
+/// switches; their few waits, sorted, decided nothing in most looks, and a
+/// worker left on its trap event paid at every preemption.
+constexpr uint64_t rare_waits_per_cpu_second = 250;
+
 /// Context switches per second of CPU time above which a thread leaves its
 /// trap event (0: never): `any` whatever woke it, `outside` when mostly
-/// something outside the program did.
+/// something outside the program did (0 where no whole-CPU event can
+/// sample it), `hardly_waiting` when it hardly ever waits
+/// (rare_waits_per_cpu_second).
 struct SwitchRates {
   uint64_t any = 0;
   uint64_t outside = 0;
+  uint64_t hardly_waiting = 0;
 };
 
 /// What a look at a thread's switches decides (switch_verdict).
@@ -226,7 +238,10 @@ enum class SwitchVerdict {
 /// too, memcached's sendmsg line overtook its injected get line (re-tested
 /// +17.5% against +4.6% on the tick, on Linux 6.1), and its measured
 /// slowdown bears that ranking out (bench/real/memcached.py, "send
-/// slower"). A thread whose switches are mostly a lock's hand-offs keeps
+/// slower"). So does a thread above `hardly_waiting` that hardly waits
+/// (rare_waits_per_cpu_second): its lines run a tick and more between its
+/// waits, where the tick reads them right, and every preemption costs its
+/// event. A thread whose switches are mostly a lock's hand-offs keeps
 /// its event at any rate: a quarter of its voluntary switches, and one in
 /// lock_wait_share_of_switches of all of them. Never on less than
 /// switch_check_min_cpu_ns: a short stretch says little.

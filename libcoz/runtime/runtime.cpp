@@ -518,9 +518,11 @@ void summarize_run(const Runtime& rt) {
   }
   if (!walks.empty()) log::info("stack walks: {}", walks);
   if (uint64_t n = rt.stats.threads_on_timers.load()) {
-    log::info("{} thread(s) switched more than {} times per second of their CPU time: sampled from then on by a "
+    const uint64_t hardly_waiting = rt.config.timer_switch_rate_outside;
+    log::info("{} thread(s) switched more than {} times per second of their CPU time{}: sampled from then on by a "
               "CPU-time timer, which costs nothing at a switch and samples on the scheduler's tick",
-              n, rt.config.timer_switch_rate);
+              n, rt.config.timer_switch_rate,
+              hardly_waiting ? fmt::format(" ({} where they hardly waited)", hardly_waiting) : std::string());
   }
   if (uint64_t n = rt.stats.threads_on_whole_cpu.load()) {
     log::info("{} thread(s) woken mostly from outside the program switched more than {} times per second of their "

@@ -519,7 +519,9 @@ void check_switch_rate(const Runtime& rt, ThreadState& t) {
       .cpu_ns = now.cpu_ns - then.cpu_ns,
   };
   const auto verdict = sample_policy::switch_verdict(
-      stretch, {.any = rt.config.timer_switch_rate, .outside = outside_switch_rate(rt)});
+      stretch, {.any = rt.config.timer_switch_rate,
+                .outside = outside_switch_rate(rt),
+                .hardly_waiting = rt.config.timer_switch_rate_outside});
   const bool to_whole_cpu = verdict == sample_policy::SwitchVerdict::MoveToWholeCpu;
   const bool to_timer = verdict == sample_policy::SwitchVerdict::MoveToTimer;
   t.looks_saying_move = (to_whole_cpu || to_timer) ? t.looks_saying_move + 1 : 0;

@@ -91,7 +91,7 @@ TEST(SamplePolicy, CpuRingsAreDrainedAtTheirPeriodDuringExperiments) {
 }
 
 namespace {
-constexpr SwitchRates default_rates{.any = 15'000, .outside = 2'000};
+constexpr SwitchRates default_rates{.any = 15'000, .outside = 2'000, .hardly_waiting = 2'000};
 
 /// `switches` voluntary switches in 32 ms of CPU time, `lock_waits` of them
 /// a mutex's hand-offs and `delay_sleeps` the runtime's; no wait sorted.
@@ -190,7 +190,7 @@ TEST(SamplePolicy, LockWaitsKeepTheEventOnlyAsAShareOfAllSwitches) {
   // memcached's workers on Linux 6.18, preempted for the clients they wake:
   // one lock wait among their 3 voluntary switches does not keep them.
   EXPECT_EQ(verdict(960, 3, 1), SwitchVerdict::MoveToTimer);
-  EXPECT_EQ(verdict(384, 3, 1), SwitchVerdict::SortWaits);
+  EXPECT_EQ(verdict(384, 3, 1), SwitchVerdict::MoveToTimer);
   // One switch in 32 a lock wait, a quarter of the voluntary ones: kept.
   EXPECT_EQ(verdict(960, 120, 30), SwitchVerdict::KeepEvent);
   EXPECT_EQ(verdict(961, 120, 30), SwitchVerdict::MoveToTimer);
@@ -198,10 +198,37 @@ TEST(SamplePolicy, LockWaitsKeepTheEventOnlyAsAShareOfAllSwitches) {
   // voluntary, 50-75 lock waits; preempted three times as often, still kept.
   EXPECT_EQ(verdict(225, 155, 50), SwitchVerdict::KeepEvent);
   EXPECT_EQ(verdict(675, 155, 50), SwitchVerdict::KeepEvent);
-  // The preemptions decide nothing else: a thread that hardly waits sorts
-  // what waits it makes, as any other.
-  EXPECT_EQ(verdict(384, 8, 0), SwitchVerdict::SortWaits);
-  EXPECT_EQ(verdict(384, 8, 0, 4), SwitchVerdict::MoveToWholeCpu);
+  // The preemptions decide nothing else: a thread that waits sorts what
+  // waits it makes, as any other...
+  EXPECT_EQ(verdict(384, 9, 0), SwitchVerdict::SortWaits);
+  EXPECT_EQ(verdict(384, 9, 0, 5), SwitchVerdict::MoveToWholeCpu);
+}
+
+TEST(SamplePolicy, ThreadsThatHardlyWaitMoveToTheirTimersAboveTheLowerRate) {
+  auto verdict = [](uint64_t switches, uint64_t voluntary, uint64_t outside = 0, uint64_t cpu_ns = 32 * ms) {
+    return switch_verdict(SwitchStretch{.switches = switches, .voluntary = voluntary, .outside_waits = outside,
+                                        .cpu_ns = cpu_ns},
+                          default_rates);
+  };
+  // memcached's workers under load: ~12,000 preemptions per CPU-second,
+  // a voluntary switch or none in a look. Sorting their few waits decided
+  // nothing; the tick reads a thread right that hands nothing on.
+  EXPECT_EQ(verdict(384, 0), SwitchVerdict::MoveToTimer);
+  EXPECT_EQ(verdict(384, 1, 1), SwitchVerdict::MoveToTimer);
+  // Up to one voluntary switch per 4-ms tick of its CPU time; past it, the
+  // waits are sorted as any thread's.
+  EXPECT_EQ(verdict(384, 8), SwitchVerdict::MoveToTimer);
+  EXPECT_EQ(verdict(384, 8, 4), SwitchVerdict::MoveToTimer);
+  EXPECT_EQ(verdict(384, 9), SwitchVerdict::SortWaits);
+  EXPECT_EQ(verdict(768, 16, 0, 64 * ms), SwitchVerdict::MoveToTimer);
+  EXPECT_EQ(verdict(768, 17, 0, 64 * ms), SwitchVerdict::SortWaits);
+  // Under the lower rate, a busy thread's time slices move nothing.
+  EXPECT_EQ(verdict(64, 0), SwitchVerdict::KeepEvent);
+  // Where no whole-CPU event can sample it, still to its timer; with no
+  // lower rate at all, only the higher one moves a thread.
+  const SwitchStretch preempted{.switches = 384, .voluntary = 0, .cpu_ns = 32 * ms};
+  EXPECT_EQ(switch_verdict(preempted, {.any = 15'000, .hardly_waiting = 2'000}), SwitchVerdict::MoveToTimer);
+  EXPECT_EQ(switch_verdict(preempted, {.any = 15'000}), SwitchVerdict::KeepEvent);
 }
 
 TEST(SamplePolicy, KernelTimeIsSampledAtAMultipleOfTheUnsignalledPeriod) {
