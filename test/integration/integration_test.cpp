@@ -671,6 +671,42 @@ TEST_F(IntegrationTest, ThreadsWokenFromOutsideKeepTheirTrapEventsWithoutWholeCp
 }
 
 // --------------------------------------------------------------------------
+// A thread that hardly waits, switched above COZ_TIMER_SWITCH_RATE_OUTSIDE
+// (2,000 per CPU-second) by preemptions alone, moves to its CPU-time timer,
+// whole-CPU events or not: memcached's workers under load, one of which
+// kept its trap event and paid at every preemption (docs/lifecycle.md,
+// "Threads that hardly wait"). The higher rate is out of reach here, so
+// only that rule can move it; preempted's other thread sleeps 50 us at a
+// time and sorts its waits, and must not move.
+// --------------------------------------------------------------------------
+TEST_F(IntegrationTest, ThreadsPreemptedOftenThatHardlyWaitMoveToTheirTimers) {
+  for (const char* whole_cpu : {"1", "0"}) {
+    SCOPED_TRACE(std::string("COZ_WHOLE_CPU_SAMPLING=") + whole_cpu);
+    setenv("COZ_TIMER_SWITCH_RATE", "100000000", 1);
+    setenv("COZ_WHOLE_CPU_SAMPLING", whole_cpu, 1);
+    const ProcessResult run = coz_run(profile_path(), {"-v"}, {PREEMPTED_EXE}, scratch_);
+    unsetenv("COZ_TIMER_SWITCH_RATE");
+    unsetenv("COZ_WHOLE_CPU_SAMPLING");
+    ASSERT_TRUE(run.exited && run.exit_status == 0) << describe(run);
+    long voluntary = 0, involuntary = 0, cpu_ms = 0;
+    ASSERT_EQ(std::sscanf(run.out.c_str(), "preempted voluntary=%ld involuntary=%ld cpu_ms=%ld", &voluntary,
+                          &involuntary, &cpu_ms),
+              3)
+        << run.out;
+    // The premise: preempted well above the lower rate, hardly waiting.
+    if (involuntary * 1000 < 4'000 * cpu_ms) {
+      GTEST_SKIP() << "the spinner was preempted " << involuntary << " times in " << cpu_ms
+                   << " ms of CPU time: this scheduler does not let the sleeper preempt it often enough";
+    }
+    EXPECT_NE(run.err.find("1 thread(s) switched more than 100000000 times per second of their CPU time (2000 "
+                           "where they hardly waited): sampled from then on by a CPU-time timer"),
+              std::string::npos)
+        << run.out << run.err;
+    EXPECT_EQ(run.err.find("woken mostly from outside"), std::string::npos) << run.err;
+  }
+}
+
+// --------------------------------------------------------------------------
 // latency: 2 server threads; request = parse_work (0.2 ms) + handle_work
 // (0.8 ms) between COZ_BEGIN/COZ_END("request"), plus background_work
 // (0.2 ms) outside requests. s = 50% on handle_work: mean latency 1.0 ->
