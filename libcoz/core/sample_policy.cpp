@@ -67,16 +67,16 @@ SwitchVerdict switch_verdict(const SwitchStretch& stretch, SwitchRates rates) {
   const bool lock_hand_offs = stretch.lock_waits > 0 && stretch.lock_waits * 4 >= voluntary &&
                               stretch.lock_waits * lock_wait_share_of_switches >= switches;
   if (lock_hand_offs) return SwitchVerdict::KeepEvent;
-  // switches / (cpu_ns / 1e9) > rate, without overflow for any count a thread reaches.
-  auto above = [&](uint64_t rate) {
-    return rate != 0 && static_cast<double>(switches) * 1e9 > static_cast<double>(rate) * static_cast<double>(stretch.cpu_ns);
+  // count / (cpu_ns / 1e9) > rate, without overflow for any count a thread reaches.
+  auto per_cpu_second_above = [&](uint64_t count, uint64_t rate) {
+    return rate != 0 && static_cast<double>(count) * 1e9 > static_cast<double>(rate) * static_cast<double>(stretch.cpu_ns);
   };
+  auto above = [&](uint64_t rate) { return per_cpu_second_above(switches, rate); };
   if (above(rates.any)) return SwitchVerdict::MoveToTimer;
   // Switched often but hardly ever waiting: preempted, handing nothing to
   // the program's other threads for the tick to read late.
-  const bool rarely_waits = static_cast<double>(voluntary) * 1e9 <=
-                            static_cast<double>(rare_waits_per_cpu_second) * static_cast<double>(stretch.cpu_ns);
-  if (rarely_waits && above(rates.hardly_waiting)) return SwitchVerdict::MoveToTimer;
+  const bool rarely_waits = !per_cpu_second_above(voluntary, rare_waits_per_cpu_second);
+  if (above(rates.hardly_waiting) && rarely_waits) return SwitchVerdict::MoveToTimer;
   if (!above(rates.outside)) return SwitchVerdict::KeepEvent;
   const bool mostly_outside = stretch.outside_waits > 0 && stretch.outside_waits * 2 >= voluntary &&
                               stretch.outside_waits >= 3 * (stretch.program_waits + stretch.lock_waits);
