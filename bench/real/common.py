@@ -141,7 +141,8 @@ def arguments(doc, **iterations):
                          "`coz run --fixed-speedup 0` (sampling alone) and under `coz run`, in interleaved rounds")
     ap.add_argument("--overhead-modes", default=["sampling", "full"], type=lambda text: text.split(","),
                     help="with --overhead, the profiled runs to measure against plain: `sampling` "
-                         "(sampling alone), `full`, or both (comma-separated); one mode affords more rounds")
+                         "(sampling alone), `full`, `runtime` (sampling alone without its samples, COZ_SAMPLING=0), "
+                         "comma-separated; one mode affords more rounds")
     ap.add_argument("--system", action="store_true",
                     help="profile the server and its load generator as one system: the server leads a "
                          "`coz run --system` run that the load generator joins (docs/system.md), so that a "
@@ -259,17 +260,23 @@ def print_overhead(work, program, rounds, seconds, serve_and_load, modes=("sampl
     round's profiled rates are taken against that round's plain rate (this
     VM's speed drifts over minutes), with a 95% bootstrap interval over
     rounds, as print_truths does. `modes`: which profiled runs, of
-    "sampling" and "full"."""
+    "sampling", "full" and "runtime" (sampling alone without its samples,
+    COZ_SAMPLING=0: what the rest of the runtime costs)."""
     import random
     profiled = {
         "sampling": ("sampling only", coz("run", "-q", "--fixed-speedup", "0", "-o", work / f"{program}-sampling-only.coz", "---")),
         "full": ("full", coz("run", "-q", "-o", work / f"{program}-full.coz", "---")),
+        # The runtime without its samples (COZ_SAMPLING=0): the rest of sampling alone's cost.
+        "runtime": ("runtime, no samples", ["env", "COZ_SAMPLING=0",
+                                            *coz("run", "-q", "--fixed-speedup", "0", "-o",
+                                                 work / f"{program}-runtime-only.coz", "---")]),
     }
     unknown = set(modes) - set(profiled)
     if unknown or not modes:
-        sys.exit(f"--overhead-modes: {', '.join(sorted(unknown)) or 'none given'}: the modes are sampling and full")
+        sys.exit(f"--overhead-modes: {', '.join(sorted(unknown)) or 'none given'}: the modes are sampling, full "
+                 "and runtime")
     wrappers = {"plain": [], **dict(profiled[m] for m in profiled if m in modes)}
-    for path in (work / f"{program}-sampling-only.coz", work / f"{program}-full.coz"):
+    for path in (work / f"{program}-sampling-only.coz", work / f"{program}-full.coz", work / f"{program}-runtime-only.coz"):
         path.unlink(missing_ok=True)  # runs append: one file per mode, every round in it
     rates = interleaved(list(wrappers), rounds, lambda mode: serve_and_load(wrappers[mode], seconds))
     rng = random.Random(13)

@@ -69,6 +69,7 @@ Config Config::from_environment(std::vector<std::string>& errors) {
   if (const char* v = env("COZ_CPU_RINGS")) c.cpu_rings = std::string_view{v} != "0";
   if (const char* v = env("COZ_SAMPLE_TRAPS")) c.sample_traps = std::string_view{v} != "0";
   if (const char* v = env("COZ_WHOLE_CPU_SAMPLING")) c.whole_cpu_sampling = std::string_view{v} != "0";
+  if (const char* v = env("COZ_SAMPLING")) c.sampling = std::string_view{v} != "0";
   read_number<uint64_t>("COZ_SAMPLE_PERIOD_NS", c.sample_period_ns, 10'000, 1'000'000'000, errors);
   read_number("COZ_VERBOSE", c.verbosity, 0, 3, errors);
   read_number<uint64_t>("COZ_EXPERIMENT_MIN_NS", c.experiment_min_ns, 1'000'000, 60'000'000'000, errors);

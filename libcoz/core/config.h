@@ -47,6 +47,11 @@ struct Config {
   /// as before whole-CPU rings (sampler.cpp, g_whole_cpu), and
   /// timer_switch_rate_outside is off.
   bool whole_cpu_sampling = true;
+  /// COZ_SAMPLING=0: no thread is sampled (no perf_event, no timer, no
+  /// signal), so no line is chosen for an experiment; the interposed calls
+  /// and the profiler thread run as ever. What the runtime costs a program
+  /// apart from its samples, for benchmarks (bench/real, `--overhead-modes runtime`).
+  bool sampling = true;
   int verbosity = 0;                        // COZ_VERBOSE: 0 warnings, 1 info, 2 debug
   std::string debug_root = "/usr/lib/debug"; // COZ_DEBUG_ROOT: where separate debug files live
 

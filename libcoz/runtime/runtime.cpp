@@ -417,6 +417,10 @@ void start() {
     log::warn("cannot install the sample signal handler; no samples will be taken");
     rt->sampling_enabled = false;
   }
+  if (!rt->config.sampling) {
+    log::info("sampling off (COZ_SAMPLING=0): no thread is sampled, so no experiment runs; the interposed calls do");
+    rt->sampling_enabled = false;
+  }
   g_runtime.store(rt, std::memory_order_release);
   open_process_stat();
   if (rt->sampling_enabled) start_process_sampling(*rt);  // before any thread it must cover starts

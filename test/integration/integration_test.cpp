@@ -143,6 +143,26 @@ TEST_F(IntegrationTest, TwoThreadsExitStatusAndStdoutPassThrough) {
   EXPECT_NE(plain.out.find("two_threads rounds=50 checksum="), std::string::npos) << plain.out;
 }
 
+// COZ_SAMPLING=0 (benchmarks: bench/real --overhead-modes runtime): the
+// runtime without its samples. Nothing is sampled, so no line is chosen for
+// an experiment; the interposed calls and the profiler thread run, a profile
+// is written, and the program's output and exit status pass through.
+TEST_F(IntegrationTest, WithoutSamplingTheRestOfTheRuntimeRuns) {
+  const std::vector<std::string> program = {TWO_THREADS_EXE, "-n", "50", "--exit-status", "3"};
+  const ProcessResult plain = run_process(program, scratch_);
+  setenv("COZ_SAMPLING", "0", 1);
+  const ProcessResult profiled = coz_run(profile_path(), {"-v", "--fixed-speedup", "0"}, program, scratch_);
+  unsetenv("COZ_SAMPLING");
+  ASSERT_TRUE(profiled.exited) << describe(profiled);
+  EXPECT_EQ(profiled.exit_status, 3) << describe(profiled);
+  EXPECT_EQ(profiled.out, plain.out);
+  EXPECT_NE(profiled.err.find("sampling off (COZ_SAMPLING=0)"), std::string::npos) << profiled.err;
+  EXPECT_NE(profiled.err.find("coz: 0 samples"), std::string::npos) << profiled.err;
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile) << "no profile written";
+  EXPECT_TRUE(profile->experiments.empty()) << describe(profiled);
+}
+
 // A run that inserts no delays (--fixed-speedup 0) takes no signal per sample:
 // the profiler thread drains the threads' rings. It must still choose lines
 // in proportion to their samples, count every sample, and see each
