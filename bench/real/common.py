@@ -263,20 +263,20 @@ def print_overhead(work, program, rounds, seconds, serve_and_load, modes=("sampl
     "sampling", "full" and "runtime" (sampling alone without its samples,
     COZ_SAMPLING=0: what the rest of the runtime costs)."""
     import random
+    output = {mode: work / f"{program}-{mode}.coz" for mode in ("sampling", "full", "runtime")}
+    sampling_alone = lambda mode: coz("run", "-q", "--fixed-speedup", "0", "-o", output[mode], "---")
     profiled = {
-        "sampling": ("sampling only", coz("run", "-q", "--fixed-speedup", "0", "-o", work / f"{program}-sampling-only.coz", "---")),
-        "full": ("full", coz("run", "-q", "-o", work / f"{program}-full.coz", "---")),
-        # The runtime without its samples (COZ_SAMPLING=0): the rest of sampling alone's cost.
-        "runtime": ("runtime, no samples", ["env", "COZ_SAMPLING=0",
-                                            *coz("run", "-q", "--fixed-speedup", "0", "-o",
-                                                 work / f"{program}-runtime-only.coz", "---")]),
+        "sampling": ("sampling only", sampling_alone("sampling")),
+        "full": ("full", coz("run", "-q", "-o", output["full"], "---")),
+        # Sampling alone without its samples (COZ_SAMPLING=0): what the rest of the runtime costs.
+        "runtime": ("runtime, no samples", ["env", "COZ_SAMPLING=0", *sampling_alone("runtime")]),
     }
     unknown = set(modes) - set(profiled)
     if unknown or not modes:
-        sys.exit(f"--overhead-modes: {', '.join(sorted(unknown)) or 'none given'}: the modes are sampling, full "
-                 "and runtime")
+        sys.exit(f"--overhead-modes: {', '.join(sorted(unknown)) or 'none given'}: the modes are "
+                 f"{', '.join(profiled)}")
     wrappers = {"plain": [], **dict(profiled[m] for m in profiled if m in modes)}
-    for path in (work / f"{program}-sampling-only.coz", work / f"{program}-full.coz", work / f"{program}-runtime-only.coz"):
+    for path in output.values():
         path.unlink(missing_ok=True)  # runs append: one file per mode, every round in it
     rates = interleaved(list(wrappers), rounds, lambda mode: serve_and_load(wrappers[mode], seconds))
     rng = random.Random(13)
