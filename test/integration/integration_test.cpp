@@ -259,6 +259,21 @@ TEST_F(IntegrationTest, AnIdleProgramsProfilerThreadMostlySleeps) {
   EXPECT_LT(wakes_per_s, 200) << process.out;
 }
 
+// The same with nothing sampled at all (COZ_SAMPLING=0, in the quiet mode of
+// --fixed-speedup 0): no ring to drain either. It woke every 1.5 ms for the
+// rings of a quiet run it had never opened, ~660 times a second, and that
+// run is the one that tells what the runtime costs apart from its samples.
+TEST_F(IntegrationTest, WithoutSamplingAnIdleProgramsProfilerThreadMostlySleeps) {
+  setenv("COZ_SAMPLING", "0", 1);
+  const ProcessResult process =
+      coz_run(profile_path(), {"--fixed-speedup", "0"}, {IDLE_PHASES_EXE, "200", "300", "2500"}, scratch_);
+  unsetenv("COZ_SAMPLING");
+  ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
+  const long long wakes_per_s = number_after(process.out, "other-thread-wakes-per-s");
+  ASSERT_GE(wakes_per_s, 0) << process.out;
+  EXPECT_LT(wakes_per_s, 200) << process.out;
+}
+
 // --granularity auto (the default; docs/granularity.md). many_functions has
 // 66 hot lines: after its first 1,000 samples, experiments select whole
 // functions; once COZ_TWO_PHASE_EXPERIMENTS of them have run, lines again,
