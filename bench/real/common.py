@@ -143,6 +143,10 @@ def arguments(doc, **iterations):
                     help="with --overhead, the profiled runs to measure against plain: `sampling` "
                          "(sampling alone), `full`, `runtime` (sampling alone without its samples, COZ_SAMPLING=0), "
                          "comma-separated; one mode affords more rounds")
+    ap.add_argument("--overhead-warmup", type=float, default=0, metavar="SECONDS",
+                    help="with --overhead, load each server this long before the measured load, unmeasured: "
+                         "the cost once its threads have settled (a profile of a server runs for minutes), "
+                         "without what its first second costs")
     ap.add_argument("--system", action="store_true",
                     help="profile the server and its load generator as one system: the server leads a "
                          "`coz run --system` run that the load generator joins (docs/system.md), so that a "
@@ -251,7 +255,7 @@ def print_truths(rates, changes, resamples=2000):
     return truths
 
 
-def print_overhead(work, program, rounds, seconds, serve_and_load, modes=("sampling", "full")):
+def print_overhead(work, program, rounds, seconds, serve_and_load, modes=("sampling", "full"), warmup=0):
     """What profiling costs a server under load, as a user pays it: its
     throughput plain, under `coz run --fixed-speedup 0` (sampling alone: every
     experiment a 0% baseline) and under a default `coz run` (experiments that
@@ -261,7 +265,9 @@ def print_overhead(work, program, rounds, seconds, serve_and_load, modes=("sampl
     VM's speed drifts over minutes), with a 95% bootstrap interval over
     rounds, as print_truths does. `modes`: which profiled runs, of
     "sampling", "full" and "runtime" (sampling alone without its samples,
-    COZ_SAMPLING=0: what the rest of the runtime costs)."""
+    COZ_SAMPLING=0: what the rest of the runtime costs). `warmup`: seconds
+    of load before the measured one (serve_and_load's third argument),
+    which every run, plain too, gets alike."""
     import random
     output = {mode: work / f"{program}-{mode}.coz" for mode in ("sampling", "full", "runtime")}
     sampling_alone = lambda mode: coz("run", "-q", "--fixed-speedup", "0", "-o", output[mode], "---")
@@ -278,7 +284,7 @@ def print_overhead(work, program, rounds, seconds, serve_and_load, modes=("sampl
     wrappers = {"plain": [], **dict(profiled[m] for m in profiled if m in modes)}
     for path in output.values():
         path.unlink(missing_ok=True)  # runs append: one file per mode, every round in it
-    rates = interleaved(list(wrappers), rounds, lambda mode: serve_and_load(wrappers[mode], seconds))
+    rates = interleaved(list(wrappers), rounds, lambda mode: serve_and_load(wrappers[mode], seconds, warmup))
     rng = random.Random(13)
     rows = []
     for mode in wrappers:
@@ -286,7 +292,8 @@ def print_overhead(work, program, rounds, seconds, serve_and_load, modes=("sampl
         rows.append([mode, f"{median(rates[mode]):.0f}", " ".join(f"{x:.0f}" for x in rates[mode]),
                      "" if mode == "plain" else f"{cost:+.1%}",
                      "" if mode == "plain" else f"{low:+.1%} .. {high:+.1%}"])
-    print(f"Throughput, median of {rounds} interleaved rounds of {seconds:g} s; the cost is the median over "
+    after = f", each after {warmup:g} s of load left unmeasured" if warmup else ""
+    print(f"Throughput, median of {rounds} interleaved rounds of {seconds:g} s{after}; the cost is the median over "
           "rounds of plain / profiled - 1 within each round, with its 95% bootstrap interval:\n")
     table(["run", "requests/s", "rounds", "cost", "95% interval"], rows)
 

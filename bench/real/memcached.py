@@ -106,18 +106,20 @@ def main():
         "send slower": {**full, "COZ_INJECT_SEND_SLOWER": "50"},
     }
 
-    def rate_under(env, seconds, wrapper=()):
+    def rate_under(env, seconds, wrapper=(), warmup=0):
         server = serve(binary, env, wrapper=wrapper)
         try:
+            if warmup:
+                load_rate(load, warmup)
             return load_rate(load, seconds)
         finally:
             server.stop()
 
     if args.overhead:
-        serve_and_load = lambda wrapper, seconds: rate_under(full, seconds, wrapper)
+        serve_and_load = lambda wrapper, seconds, warmup: rate_under(full, seconds, wrapper, warmup)
         print(f"## memcached 1.6.18, `-t 2`, {CONNECTIONS} connections, 9 gets in 10: what profiling costs\n")
         common.print_overhead(args.work, "memcached", args.rounds, args.truth_seconds, serve_and_load,
-                              args.overhead_modes)
+                              args.overhead_modes, args.overhead_warmup)
         return 0
 
     log(f"truth: {args.rounds} interleaved rounds of {args.truth_seconds} s per variant")

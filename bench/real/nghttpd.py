@@ -78,18 +78,20 @@ def main():
     variants = {"full": full, "respond halved": {"COZ_INJECT_RESPOND": str(args.respond_iters // 2)},
                 "respond removed": {"COZ_INJECT_RESPOND": "0"}}
 
-    def rate_under(env, seconds, wrapper=()):
+    def rate_under(env, seconds, wrapper=(), warmup=0):
         server = serve(nghttpd, docroot, env, wrapper=wrapper)
         try:
+            if warmup:
+                load_rate(h2load, warmup)
             return load_rate(h2load, seconds)
         finally:
             server.stop()
 
     if args.overhead:
-        serve_and_load = lambda wrapper, seconds: rate_under(full, seconds, wrapper)
+        serve_and_load = lambda wrapper, seconds, warmup: rate_under(full, seconds, wrapper, warmup)
         print("## nghttpd 1.52.0, `-n 2`, h2load `-c 4 -m 10`: what profiling costs\n")
         common.print_overhead(args.work, "nghttpd", args.rounds, args.truth_seconds, serve_and_load,
-                              args.overhead_modes)
+                              args.overhead_modes, args.overhead_warmup)
         return 0
 
     log(f"truth: {args.rounds} interleaved rounds of {args.truth_seconds} s per variant")
