@@ -151,7 +151,10 @@ def arguments(doc, **iterations):
                     help="profile the server and its load generator as one system: the server leads a "
                          "`coz run --system` run that the load generator joins (docs/system.md), so that a "
                          "virtual speedup pauses the load generator too")
-    return ap.parse_args()
+    args = ap.parse_args()
+    if args.overhead_warmup < 0:
+        ap.error("--overhead-warmup: seconds of load, 0 or more")
+    return args
 
 
 SYSTEM_NAME = "coz-bench-real"
@@ -259,8 +262,9 @@ def print_overhead(work, program, rounds, seconds, serve_and_load, modes=("sampl
     """What profiling costs a server under load, as a user pays it: its
     throughput plain, under `coz run --fixed-speedup 0` (sampling alone: every
     experiment a 0% baseline) and under a default `coz run` (experiments that
-    insert delays), in interleaved rounds. `serve_and_load(wrapper, seconds)`
-    starts the server under WRAPPER, loads it for SECONDS and returns its rate. Each
+    insert delays), in interleaved rounds. `serve_and_load(wrapper, seconds, warmup)`
+    starts the server under WRAPPER, loads it for WARMUP seconds unmeasured (if
+    any), then for SECONDS, and returns that load's rate. Each
     round's profiled rates are taken against that round's plain rate (this
     VM's speed drifts over minutes), with a 95% bootstrap interval over
     rounds, as print_truths does. `modes`: which profiled runs, of
