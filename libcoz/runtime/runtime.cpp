@@ -410,9 +410,6 @@ void start() {
               main_executable);
   }
   if (system) join_system(*rt);
-  // Not at the shortest periods, whose rings would need draining more often
-  // than the profiler thread drains (unsignalled_period_ns).
-  rt->quiet_sampling = rt->config.only_baselines() && unsignalled_period_ns(rt->config) == rt->config.sample_period_ns;
   if (!install_sample_handler()) {
     log::warn("cannot install the sample signal handler; no samples will be taken");
     rt->sampling_enabled = false;
@@ -421,6 +418,12 @@ void start() {
     log::info("sampling off (COZ_SAMPLING=0): no thread is sampled, so no experiment runs; the interposed calls do");
     rt->sampling_enabled = false;
   }
+  // Not at the shortest periods, whose rings would need draining more often
+  // than the profiler thread drains (unsignalled_period_ns). Nor with nothing
+  // sampled: no ring to drain, and the profiler thread, believing a quiet
+  // run's rings open, woke every 1.5 ms for them (~660 times a second).
+  rt->quiet_sampling = rt->sampling_enabled && rt->config.only_baselines() &&
+                       unsignalled_period_ns(rt->config) == rt->config.sample_period_ns;
   g_runtime.store(rt, std::memory_order_release);
   open_process_stat();
   if (rt->sampling_enabled) start_process_sampling(*rt);  // before any thread it must cover starts

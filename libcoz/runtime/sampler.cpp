@@ -1514,10 +1514,6 @@ void drain_unsignalled_rings(Runtime& rt) {
 }
 
 uint64_t unsignalled_drain_interval_ns(const Runtime& rt) {
-  // Nothing sampled, no ring: without this, a quiet run with sampling off
-  // (COZ_SAMPLING=0) woke its profiler thread every 1.5 ms for rings it
-  // never opened, ~660 times a second even while the program was idle.
-  if (!rt.sampling_enabled) return UINT64_MAX;
   // A thread's ring that no signal drains: every ring of a quiet run (with
   // traps, only a thread whose trap event could not open has one), a ring
   // that takes kernel time too, a ring given to a thread that blocks the
