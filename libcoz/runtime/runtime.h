@@ -92,9 +92,11 @@ struct Runtime {
   uint64_t start_ns = 0;  // CLOCK_MONOTONIC at start-up
   uint64_t start_steal_ns = 0;  // sys::machine_steal_ns() at start-up
   bool sampling_enabled = true;
-  /// No experiment of this run can insert delays (--fixed-speedup 0), so no
-  /// sample needs handling at once: perf_event threads take no signal per
-  /// sample, and the profiler thread drains their rings (drain_unsignalled_rings).
+  /// Threads are sampled and no experiment of this run can insert delays
+  /// (--fixed-speedup 0), so no sample needs handling at once: perf_event
+  /// threads take no signal per sample, and the profiler thread drains their
+  /// rings (drain_unsignalled_rings). Decided once sampling_enabled is final:
+  /// with nothing sampled there is no ring to drain.
   bool quiet_sampling = false;
 };
 
