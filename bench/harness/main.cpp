@@ -29,7 +29,10 @@ const char* const kUsage =
     "  --scratch DIR          profiles and working directories (default /tmp/coz_bench)\n"
     "  --out FILE             write the results here (Markdown)\n"
     "  --quick                short runs, fewer rounds (smoke test)\n"
-    "  --sections LIST        accuracy,overhead,startup,unwind,call_cost,time_to_answer (default all)\n"
+    "  --sections LIST        accuracy,overhead,startup,unwind,call_cost,time_to_answer,space (default all)\n"
+    "  --space-programs DIR   the built space_* programs (bench/space)\n"
+    "  --space-seed N         the generated programs' seed (default: a fresh one, printed)\n"
+    "  --space-count N        generated programs (default 60; --quick: 3)\n"
     "  --only LIST            only these programs (comma-separated)\n"
     "  --run-seconds S        plain run time each program is scaled to\n"
     "  --truth-rounds N  --profile-runs N  --overhead-rounds N  --startup-rounds N\n"
@@ -61,7 +64,7 @@ int main(int argc, char** argv) {
   config.nice = geteuid() == 0 ? -20 : 0;
   std::string out_path, command = "coz_bench";
   std::string coz_profiler = std::filesystem::exists("/usr/bin/coz") ? "/usr/bin/coz" : "";
-  std::vector<std::string> sections = {"accuracy", "overhead", "startup", "unwind", "call_cost", "time_to_answer"};
+  std::vector<std::string> sections = {"accuracy", "overhead", "startup", "unwind", "call_cost", "time_to_answer", "space"};
   double run_s = -1;
   int truth = -1, profile_runs = -1, overhead_rounds = -1, startup_rounds = -1, answer_runs = -1;
   double answer_cap = -1;
@@ -76,6 +79,9 @@ int main(int argc, char** argv) {
     else if (a == "--coz-profiler") coz_profiler = value();
     else if (a == "--programs") config.programs = value();
     else if (a == "--bigdwarf") config.bigdwarf = value();
+    else if (a == "--space-programs") config.space_programs = value();
+    else if (a == "--space-seed") config.space_seed = std::strtoull(value().c_str(), nullptr, 10);
+    else if (a == "--space-count") config.space_count = std::atoi(value().c_str());
     else if (a == "--scratch") config.scratch = value();
     else if (a == "--out") out_path = value();
     else if (a == "--quick") config.quick = true;
@@ -98,7 +104,8 @@ int main(int argc, char** argv) {
   if (config.coz.empty() || config.programs.empty()) usage_error("--coz and --programs are required");
   config.coz_profiler = coz_profiler == "none" ? "" : coz_profiler;
   // Measured processes run in scratch directories: every path absolute.
-  for (std::string* path : {&config.coz, &config.coz_profiler, &config.programs, &config.bigdwarf, &config.scratch})
+  for (std::string* path : {&config.coz, &config.coz_profiler, &config.programs, &config.bigdwarf, &config.space_programs,
+                            &config.scratch})
     if (!path->empty()) *path = std::filesystem::absolute(*path).lexically_normal().string();
 
   // Quick: a smoke test in a few minutes; the figures are noisy.
@@ -155,6 +162,7 @@ int main(int argc, char** argv) {
     else if (name == "unwind") s = measure_unwind(config);
     else if (name == "call_cost") s = measure_call_cost(config);
     else if (name == "time_to_answer") s = measure_time_to_answer(config);
+    else if (name == "space") s = measure_space(config);
     else usage_error("unknown section " + name);
     const std::string text = s.render();
     std::cout << text << std::flush;

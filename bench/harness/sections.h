@@ -12,6 +12,7 @@ Section measure_startup(const Config& config);
 Section measure_unwind(const Config& config);
 Section measure_call_cost(const Config& config);
 Section measure_time_to_answer(const Config& config);
+Section measure_space(const Config& config);
 
 /// Progress on stderr while the harness runs (not part of the results).
 void progress(const std::string& message);

@@ -87,7 +87,8 @@ std::string Table::render() const {
 std::string Section::render() const {
   std::string out = fmt::format("## {} (load average 1/5/15 min: {} at start, {} at end)\n\n", title, load_before,
                                 load_after);
-  out += table.render();
+  if (!table.header.empty()) out += table.render();
+  out += text;
   if (!notes.empty()) out += "\n";
   for (const std::string& n : notes) out += "- " + n + "\n";
   return out + "\n";

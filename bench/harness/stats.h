@@ -29,6 +29,7 @@ struct Section {
   std::string load_before;  // load average when the section started
   std::string load_after;   // and when it ended
   Table table;
+  std::string text;  // Markdown rendered after the table (a section with tables of its own)
   std::vector<std::string> notes;
   // Rows of the summary of targets: {target, what was measured, PASS/MISS}.
   std::vector<std::vector<std::string>> targets;

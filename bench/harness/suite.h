@@ -39,6 +39,9 @@ struct Config {
   std::string coz_profiler;  // Debian's /usr/bin/coz; empty when not installed
   std::string programs;      // directory of the built programs
   std::string bigdwarf;      // the generated start-up program
+  std::string space_programs;  // the space_* programs (bench/space)
+  uint64_t space_seed = 0;   // the space's seed; 0: a fresh one
+  int space_count = 60;      // generated programs
   std::string scratch;       // profiles and working directories
   double run_s = 4.0;        // plain run time each program is scaled to (accuracy)
   double overhead_run_s = 3.0;  // the same, for the overhead rounds

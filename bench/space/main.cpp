@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -30,8 +31,10 @@ const char* const kUsage =
     "  --quick                 short runs and few rounds: a smoke test, no accuracy to read\n"
     "  --truth-seconds S  --truth-rounds N  --predict-seconds S  --default-seconds S\n"
     "  --no-verdicts           skip the default runs\n"
+    "  --strict                exit 1 when a row lacks its truth or prediction (a run or report failed)\n"
     "  --rows FILE             append every row to FILE as JSON lines\n"
     "  --summarize FILE        print the table and summary of a rows file and exit\n"
+    "  --truth-from FILE       take each line's truth from an earlier rows file (same seed) instead of measuring it\n"
     "  --out FILE              write the table and summary here (Markdown) too\n"
     "  --scratch DIR           profiles (default /tmp/coz_space)\n"
     "  --no-nice               do not run measured processes at nice -20 (the default as root)\n";
@@ -65,8 +68,8 @@ int main(int argc, char** argv) {
   int count = 60;
   int cores = int(std::thread::hardware_concurrency());
   std::set<int> only;
-  bool list = false, quick = false;
-  std::string summarize_path, out_path;
+  bool list = false, quick = false, strict = false;
+  std::string summarize_path, out_path, truth_path;
   double truth_seconds = -1, predict_seconds = -1, default_seconds = -1;
   int truth_rounds = -1;
 
@@ -92,8 +95,10 @@ int main(int argc, char** argv) {
     else if (a == "--predict-seconds") predict_seconds = positive_number(a, value());
     else if (a == "--default-seconds") default_seconds = positive_number(a, value());
     else if (a == "--no-verdicts") config.verdicts = false;
+    else if (a == "--strict") strict = true;
     else if (a == "--rows") config.rows_path = value();
     else if (a == "--summarize") summarize_path = value();
+    else if (a == "--truth-from") truth_path = value();
     else if (a == "--out") out_path = value();
     else if (a == "--scratch") config.scratch = value();
     else if (a == "--no-nice") config.nice = 0;
@@ -121,6 +126,12 @@ int main(int argc, char** argv) {
   if (predict_seconds > 0) config.predict_seconds = predict_seconds;
   if (default_seconds > 0) config.default_seconds = default_seconds;
 
+  std::vector<coz_space::LineRow> known_truths;
+  if (!truth_path.empty()) {
+    known_truths = coz_space::read_rows(truth_path);
+    if (known_truths.empty()) usage_error("no rows in " + truth_path);
+    config.known_truths = &known_truths;
+  }
   std::vector<coz_space::SpaceProgram> programs;
   for (coz_space::SpaceProgram& p : coz_space::generate(seed, count, cores))
     if (only.empty() || only.count(p.index)) programs.push_back(std::move(p));
@@ -141,5 +152,14 @@ int main(int argc, char** argv) {
                   config.default_seconds));
   std::fputs(text.c_str(), stdout);
   if (!out_path.empty()) std::ofstream(out_path) << text;
+  if (strict) {
+    for (const coz_space::LineRow& row : rows) {
+      if (std::isnan(row.truth) || std::isnan(row.predicted) || row.label == "failed") {
+        std::fprintf(stderr, "coz_space: program #%d, line %s: %s\n", row.program, row.marker.c_str(),
+                     row.error.empty() ? "no truth or no prediction" : row.error.c_str());
+        return 1;
+      }
+    }
+  }
   return 0;
 }

@@ -90,29 +90,92 @@ std::vector<std::string> program_argv(const RunnerConfig& config, const SpacePro
   return argv;
 }
 
-/// Items per second of one plain run; NaN with `error` set when it failed.
-double plain_rate(const RunnerConfig& config, const SpaceProgram& p, const std::string& halve, std::string& error) {
+struct PlainRun {
+  double rate = kNaN;  // items per second; NaN when the run failed
+  double cores_busy = kNaN, waiting_for_core = kNaN;
+};
+
+/// One plain run; `error` set when it failed.
+PlainRun plain_run(const RunnerConfig& config, const SpaceProgram& p, const std::string& halve, std::string& error) {
   const RunResult r = run_process(program_argv(config, p, config.truth_seconds, halve), measured(config, config.truth_seconds));
+  PlainRun run;
   const double rate = coz_bench::find_number(r.stderr_text, "throughput");
-  if (r.ok() && rate > 0) return rate;
+  if (r.ok() && rate > 0) {
+    run.rate = rate;
+    run.cores_busy = coz_bench::find_number(r.stderr_text, "cores_busy");
+    run.waiting_for_core = coz_bench::find_number(r.stderr_text, "waiting_for_core");
+    return run;
+  }
   error = fmt::format("plain run{}: {}", halve.empty() ? "" : " halve=" + halve, r.describe());
-  return kNaN;
+  return run;
 }
 
-/// The truth of every line of `p`: `rounds` more interleaved rounds into `rates`.
+/// The truth of every line of `p`: `rounds` more interleaved rounds into `runs`.
 void measure_rounds(const RunnerConfig& config, const SpaceProgram& p, int rounds,
-                    std::map<std::string, std::vector<double>>& rates, std::string& error) {
+                    std::map<std::string, std::vector<PlainRun>>& runs, std::string& error) {
   std::vector<std::string> binaries = {""};  // "" is the program itself
   for (const std::string& line : p.lines) binaries.push_back(line);
   for (int r = 0; r < rounds; ++r) {
     // Rotated each round, so that no variant always runs right after another.
     std::vector<std::string> order = binaries;
     std::rotate(order.begin(), order.begin() + size_t(r) % order.size(), order.end());
-    std::vector<double> round;
-    for (const std::string& halve : order) round.push_back(plain_rate(config, p, halve, error));
+    std::vector<PlainRun> round;
+    for (const std::string& halve : order) round.push_back(plain_run(config, p, halve, error));
     // A round counts only whole: its pairs are what the interval is made of.
-    if (std::any_of(round.begin(), round.end(), [](double v) { return std::isnan(v); })) continue;
-    for (size_t i = 0; i < order.size(); ++i) rates[order[i]].push_back(round[i]);
+    if (std::any_of(round.begin(), round.end(), [](const PlainRun& r) { return std::isnan(r.rate); })) continue;
+    for (size_t i = 0; i < order.size(); ++i) runs[order[i]].push_back(round[i]);
+  }
+}
+
+/// The truth of every row of `p`: interleaved rounds, as many again when a
+/// line's interval is wider than the bound.
+void measure_truths(const RunnerConfig& config, const SpaceProgram& p, std::vector<LineRow>& rows) {
+  std::map<std::string, std::vector<PlainRun>> runs;
+  std::string error;
+  auto truths = [&] {
+    bool steady = true;
+    for (LineRow& row : rows) {
+      std::vector<double> speedups;
+      for (size_t i = 0; i < runs[""].size(); ++i) speedups.push_back(1 - runs[""][i].rate / runs[row.marker][i].rate);
+      const MeanInterval m = mean_interval(speedups);
+      row.truth = m.mean;
+      row.truth_half_width = m.half_width;
+      row.truth_rounds = int(speedups.size());
+      steady = steady && row.truth_steady(config.truth_max_half_width);
+    }
+    return steady;
+  };
+  measure_rounds(config, p, config.truth_rounds, runs, error);
+  if (!truths()) {  // re-measured once
+    measure_rounds(config, p, config.truth_rounds, runs, error);
+    truths();
+  }
+  auto base_median = [&](double PlainRun::*field) {
+    std::vector<double> values;
+    for (const PlainRun& r : runs[""]) values.push_back(r.*field);
+    return coz_bench::median(values);
+  };
+  for (LineRow& row : rows) {
+    row.base_rate = base_median(&PlainRun::rate);
+    row.cores_busy = base_median(&PlainRun::cores_busy);
+    row.waiting_for_core = base_median(&PlainRun::waiting_for_core);
+    if (runs[""].empty()) row.error += error + "; ";
+  }
+}
+
+/// Each row's truth from `known` (rows of an earlier run of the same seed).
+void take_known_truths(const std::vector<LineRow>& known, std::vector<LineRow>& rows) {
+  for (LineRow& row : rows) {
+    for (const LineRow& k : known) {
+      if (k.program != row.program || k.marker != row.marker || k.description != row.description) continue;
+      row.truth = k.truth;
+      row.truth_half_width = k.truth_half_width;
+      row.truth_rounds = k.truth_rounds;
+      row.base_rate = k.base_rate;
+      row.cores_busy = k.cores_busy;
+      row.waiting_for_core = k.waiting_for_core;
+    }
+    if (std::isnan(row.truth)) row.error += "no known truth; ";
   }
 }
 
@@ -205,10 +268,12 @@ void append_row(const std::string& path, const LineRow& row) {
   std::ofstream out(path, std::ios::app);
   out << fmt::format(
       "{{\"program\":{},\"structure\":{},\"description\":{},\"marker\":{},\"location\":{},\"base_rate\":{},"
+      "\"cores_busy\":{},\"waiting_for_core\":{},"
       "\"truth\":{},\"truth_half_width\":{},\"truth_rounds\":{},\"predicted\":{},\"predicted_half_width\":{},"
       "\"predicted_experiments\":{},\"label\":{},\"error\":{}}}\n",
       row.program, json_string(row.structure), json_string(row.description), json_string(row.marker),
-      json_string(row.location), number_or_null(row.base_rate), number_or_null(row.truth),
+      json_string(row.location), number_or_null(row.base_rate), number_or_null(row.cores_busy),
+      number_or_null(row.waiting_for_core), number_or_null(row.truth),
       number_or_null(row.truth_half_width), row.truth_rounds, number_or_null(row.predicted),
       number_or_null(row.predicted_half_width), row.predicted_experiments, json_string(row.label), json_string(row.error));
 }
@@ -256,27 +321,9 @@ std::vector<LineRow> run(const RunnerConfig& config, const std::vector<SpaceProg
       rows.push_back(row);
     }
 
-    std::map<std::string, std::vector<double>> rates;
-    std::string error;
-    measure_rounds(config, p, config.truth_rounds, rates, error);
-    auto truths = [&] {
-      bool steady = true;
-      for (LineRow& row : rows) {
-        std::vector<double> speedups;
-        for (size_t i = 0; i < rates[""].size(); ++i) speedups.push_back(1 - rates[""][i] / rates[row.marker][i]);
-        const MeanInterval m = mean_interval(speedups);
-        row.truth = m.mean;
-        row.truth_half_width = m.half_width;
-        row.truth_rounds = int(speedups.size());
-        steady = steady && row.truth_steady(config.truth_max_half_width);
-      }
-      return steady;
-    };
-    if (!truths()) measure_rounds(config, p, config.truth_rounds, rates, error), truths();  // re-measured once
-    const double base_rate = coz_bench::median(rates[""]);
+    if (config.known_truths) take_known_truths(*config.known_truths, rows);
+    else measure_truths(config, p, rows);
     for (LineRow& row : rows) {
-      row.base_rate = base_rate;
-      if (rates[""].empty()) row.error += error + "; ";
       if (!row.location.empty()) predict(config, p, row);
     }
     if (config.verdicts) judge_verdicts(config, p, rows);
@@ -325,7 +372,7 @@ std::vector<std::string> Summary::lines() const {
 
 std::string render_rows(const std::vector<LineRow>& rows, double truth_max_half_width) {
   coz_bench::Table steady, wide;
-  const std::vector<std::string> header = {"#", "program", "rate /s", "line", "truth ±95%", "predicted @50% ±95%",
+  const std::vector<std::string> header = {"#", "program", "rate /s", "cores busy, waiting", "line", "truth ±95%", "predicted @50% ±95%",
                                            "error", "within 5", "covered", "default run", "note"};
   steady.header = wide.header = header;
   for (const LineRow& row : rows) {
@@ -333,6 +380,7 @@ std::string render_rows(const std::vector<LineRow>& rows, double truth_max_half_
         std::to_string(row.program),
         row.description,
         fmt::format("{:.0f}", row.base_rate),
+        fmt::format("{:.2f}, {:.2f}", row.cores_busy, row.waiting_for_core),
         fmt::format("{} ({})", row.marker, row.location),
         points(row.truth, row.truth_half_width),
         points(row.predicted, row.predicted_half_width),
@@ -366,6 +414,8 @@ std::vector<LineRow> read_rows(const std::string& path) {
     r.marker = (*v)["marker"].str();
     r.location = (*v)["location"].str();
     r.base_rate = (*v)["base_rate"].num();
+    r.cores_busy = (*v)["cores_busy"].num();
+    r.waiting_for_core = (*v)["waiting_for_core"].num();
     r.truth = (*v)["truth"].num();
     r.truth_half_width = (*v)["truth_half_width"].num();
     r.truth_rounds = int((*v)["truth_rounds"].num());

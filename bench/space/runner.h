@@ -29,6 +29,9 @@ struct RunnerConfig {
   bool verdicts = true;         // run the default profile at all
   int nice = 0;                 // of every measured process (-20 as root)
   std::string rows_path;        // every row appended here as JSON lines (empty: none)
+  /// Truths measured before (rows of the same seed and programs): taken
+  /// from there instead of measured again, to compare runtimes quickly.
+  std::vector<struct LineRow>* known_truths = nullptr;
 };
 
 /// One marked line of one program: what halving it really does, what the
@@ -37,6 +40,8 @@ struct LineRow {
   int program = 0;
   std::string structure, description, marker, location;  // location: "space_lock.cpp:15"
   double base_rate = 0;          // items per second of the plain program (median of its rounds)
+  double cores_busy = kNaN;      // its CPU time over the window (median of its rounds)
+  double waiting_for_core = kNaN;  // threads ready to run that waited for a core, on average (median)
   double truth = kNaN;    // 1 - base / variant throughput, mean over rounds
   double truth_half_width = kNaN;
   int truth_rounds = 0;

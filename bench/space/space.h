@@ -10,6 +10,7 @@
 // (SPACE_WORK below), because the profiler attributes samples to lines.
 #pragma once
 
+#include <dirent.h>
 #include <time.h>
 
 #include <atomic>
@@ -135,6 +136,34 @@ inline uint64_t sum(const std::vector<Counter>& counters) {
   return total;
 }
 
+/// CPU time and time waiting on a runqueue (ns), summed over this process's
+/// threads (/proc/self/task/*/schedstat), to say how contended the cores
+/// were: run_delay / window is the mean number of threads that were ready
+/// to run and waited for a core.
+struct Schedule {
+  double cpu_ns = 0, run_delay_ns = 0;
+};
+
+inline Schedule schedule_now() {
+  Schedule s;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return s;
+  while (const dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    const std::string path = std::string("/proc/self/task/") + entry->d_name + "/schedstat";
+    if (FILE* f = std::fopen(path.c_str(), "r")) {
+      unsigned long long cpu = 0, delay = 0;
+      if (std::fscanf(f, "%llu %llu", &cpu, &delay) == 2) {
+        s.cpu_ns += double(cpu);
+        s.run_delay_ns += double(delay);
+      }
+      std::fclose(f);
+    }
+  }
+  closedir(dir);
+  return s;
+}
+
 /// The measured window, on the main thread (which only sleeps meanwhile):
 /// counts done after `warmup` seconds, until `seconds` more have passed;
 /// then `stop` is raised and the program's threads wind down. Prints
@@ -151,12 +180,16 @@ void measure_window(const char* program, double warmup, double seconds, std::ato
   sleep_until(start + warmup);
   const double t0 = now_s();
   const uint64_t c0 = count();
+  const Schedule s0 = schedule_now();
   sleep_until(t0 + seconds);
   const double t1 = now_s();
   const uint64_t c1 = count();
+  const Schedule s1 = schedule_now();
   stop.store(true);
-  std::fprintf(stderr, "%s: throughput=%.3f items=%llu window=%.3f s\n", program, double(c1 - c0) / (t1 - t0),
-               static_cast<unsigned long long>(c1 - c0), t1 - t0);
+  const double window_ns = 1e9 * (t1 - t0);
+  std::fprintf(stderr, "%s: throughput=%.3f items=%llu window=%.3f s cores_busy=%.2f waiting_for_core=%.2f\n", program,
+               double(c1 - c0) / (t1 - t0), static_cast<unsigned long long>(c1 - c0), t1 - t0,
+               (s1.cpu_ns - s0.cpu_ns) / window_ns, (s1.run_delay_ns - s0.run_delay_ns) / window_ns);
 }
 
 }  // namespace space
