@@ -29,6 +29,12 @@ struct ExperimentResult {
   uint64_t selected_samples = 0;
   int pid = 0;                // the process that ran it (0: not written)
   uint64_t end_ns = 0;        // when it ended, ns after the process's profiler started (0: not written)
+  // The process's threads over the experiment's wall time (core_use.h):
+  // cores they kept busy, and threads ready to run that waited for a core,
+  // on average; negative when not measured. `cores`: CPUs it could use.
+  double cores_busy = -1;
+  double waiting_for_core = -1;
+  int cores = 0;
   std::vector<PointResult> points;
 };
 

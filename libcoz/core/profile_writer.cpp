@@ -120,6 +120,8 @@ std::string ProfileWriter::format_experiment(const ExperimentResult& e) {
                                 clean(e.selected), e.speedup, e.duration_ns, e.selected_samples);
   if (e.pid > 0) out += fmt::format("\tpid={}", e.pid);
   if (e.end_ns > 0) out += fmt::format("\tend={}", e.end_ns);
+  if (e.cores > 0 && e.cores_busy >= 0 && e.waiting_for_core >= 0)
+    out += fmt::format("\tcores={}\tcores-busy={:.3f}\twaiting-for-core={:.3f}", e.cores, e.cores_busy, e.waiting_for_core);
   out += '\n';
   for (const auto& p : e.points) {
     if (!p.latency) {

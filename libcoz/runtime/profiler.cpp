@@ -531,11 +531,20 @@ void Profiler::begin(const ExperimentChoice& choice) {
   uint64_t period = rt_.config.sample_period_ns;
   if (!rt_.config.only_baselines()) period = set_sample_period(rt_, period / std::max(1u, rt_.config.delay_sampling_rate));
   refresh_breakpoint_counters(rt_);
+  snapshot_core_use(running_.core_use);  // before the clock starts: /proc reads take a while
   uint64_t now = clock_.now_ns();
   uint64_t global = rt_.ledger.global();
   rt_.points.import_shared();  // `coz run --system`: the points of every process
-  running_ = Running{true, line, choice.name, speedup, system_ ? system_->deaths() : 0, now, global, now,
-                     sys::process_cpu_ns(), any_progress_yet()};
+  running_.active = true;
+  running_.line = line;
+  running_.name = choice.name;
+  running_.speedup = speedup;
+  running_.deaths = system_ ? system_->deaths() : 0;
+  running_.start_ns = now;
+  running_.start_global = global;
+  running_.last_poll_ns = now;
+  running_.start_cpu_ns = sys::process_cpu_ns();
+  running_.after_first_progress = any_progress_yet();
   rt_.points.for_each([](ProgressPoint& p) { open_window(p); });
   rt_.experiment.selected_samples.store(0, std::memory_order_relaxed);
   if (system_) system_->announce_selection(choice.name, period);
@@ -606,6 +615,14 @@ bool Profiler::end(ExperimentResult& result) {
   if (system_) result.selected_samples += system_->take_follower_samples();
   result.pid = sys::getpid();
   result.end_ns = now - rt_.start_ns;
+  {
+    static CoreUseSnapshot ended;  // the profiler thread's (too large for its stack frame to want)
+    snapshot_core_use(ended);
+    const CoreUse use = core_use_between(running_.core_use, ended);
+    result.cores_busy = use.cores_busy;
+    result.waiting_for_core = use.waiting_for_core;
+    result.cores = usable_cpus();
+  }
   rt_.points.for_each([&](ProgressPoint& p) { result.points.push_back(close_window(p, result.duration_ns, wall)); });
   running_.active = false;
   // The program's start, before any point was reached: loading its data, a

@@ -104,6 +104,14 @@ class Fields {
     if (v == nullptr || v->empty() || v->front() == '-') return std::nullopt;
     return to_count(*v);
   }
+  /// An optional non-negative number whose absence or bad value is not an error.
+  std::optional<double> lenient_real(const char* key) const {
+    const std::string* v = r_.find(key);
+    if (v == nullptr) return std::nullopt;
+    auto d = to_double(*v);
+    if (!d || !(*d >= 0.0) || std::isinf(*d)) return std::nullopt;
+    return d;
+  }
   std::optional<double> optional_real(const char* key) {
     const std::string* v = r_.find(key);
     if (v == nullptr) return std::nullopt;
@@ -134,6 +142,15 @@ std::optional<Experiment> parse_experiment(Fields& f) {
   e.duration_ns = f.count("duration");
   e.selected_samples = f.count("selected-samples");
   e.end_ns = f.lenient_count("end").value_or(0);
+  // Core figures count only whole: all three, each valid (section 5.1).
+  auto cores = f.lenient_count("cores");
+  auto busy = f.lenient_real("cores-busy");
+  auto waiting = f.lenient_real("waiting-for-core");
+  if (cores && *cores >= 1 && busy && waiting) {
+    e.cores = *cores;
+    e.cores_busy = *busy;
+    e.waiting_for_core = *waiting;
+  }
   if (f.ok() && !(e.speedup >= 0.0 && e.speedup <= 1.0)) {
     f.fail(fmt::format("speedup {} outside [0, 1]", e.speedup));
   }

@@ -30,6 +30,11 @@ struct Experiment {
   uint64_t duration_ns = 0;  // effective duration (pauses already subtracted)
   uint64_t selected_samples = 0;
   uint64_t end_ns = 0;   // when it ended, ns after its process's start (`end=`); 0 when the file has none
+  // What its process's threads did with the cores (docs/analysis.md section
+  // 5.1): `cores` 0 when the record has no valid core figures.
+  uint64_t cores = 0;
+  double cores_busy = 0.0;
+  double waiting_for_core = 0.0;
   std::vector<ThroughputMeasurement> throughput;
   std::vector<LatencyMeasurement> latency;
 };
