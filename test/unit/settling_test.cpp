@@ -329,6 +329,7 @@ TEST(Aim, SettleStateCountsTheThinBlockingLines) {
     e.impact = impact;
     e.impact_low = impact - 0.1;
     e.impact_high = impact + 0.1;
+    e.experiments_needed = 20;  // an undecided line's analysis always says how many
     a.effects.push_back(e);
   };
   add("a.c:1", 12, 0.3);
@@ -339,6 +340,13 @@ TEST(Aim, SettleStateCountsTheThinBlockingLines) {
   ASSERT_EQ(state.points.size(), 1u);
   EXPECT_EQ(state.points[0].blocking.size(), 2u);
   EXPECT_EQ(state.points[0].thin_blocking, 1u);
+
+  // In a contended point (docs/analysis.md section 5.1) undecided is for
+  // good: no experiments needed, nothing blocks settling.
+  for (LineEffect& e : a.effects) e.experiments_needed = std::nullopt;
+  state = settle_state(a, 2);
+  EXPECT_TRUE(state.points[0].blocking.empty());
+  EXPECT_EQ(state.points[0].experiments_to_settle, 0u);
 }
 
 TEST(Aim, ChosenSpeedupsKeepTheBaselineShareAsked) {

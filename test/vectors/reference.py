@@ -22,6 +22,7 @@ Z = 1.959963984540054
 H = 0.025
 ALPHA = 0.05   # false discovery rate (section 7)
 N_MIN = 10     # measured experiments before any verdict
+CONTENDED = 0.1  # threads waiting for a core that make a point contended (section 5.1)
 K_LOCAL = 8    # neighbours of the local baseline (section 4)
 BASELINES = ("local", "pooled", "line")
 NAN = float("nan")
@@ -103,6 +104,26 @@ def split(line):
     return typ, fields
 
 
+def lenient_real(v):
+    """A non-negative finite number, or None (section 5.1: bad core figures are no figures)."""
+    try:
+        d = float(v)
+    except (TypeError, ValueError):
+        return None
+    return d if math.isfinite(d) and d >= 0 else None
+
+
+def core_figures(e, f):
+    """Section 5.1: cores=, cores-busy=, waiting-for-core=, all three valid or none."""
+    try:
+        cores = parse_count(f.get("cores"))
+    except (TypeError, ValueError):
+        return
+    busy, waiting = lenient_real(f.get("cores-busy")), lenient_real(f.get("waiting-for-core"))
+    if cores >= 1 and busy is not None and waiting is not None:
+        e.update(cores=cores, busy=busy, waiting=waiting)
+
+
 def read(files, base):
     prof = dict(experiments=[], samples={}, functions={}, stacks={}, blocked={}, runtime=0, warnings=[],
                 sampling=None)
@@ -128,7 +149,9 @@ def read(files, base):
                     if not math.isfinite(sp) or not (0 <= sp <= 1):
                         raise ValueError("speedup")
                     e = dict(selected=sel, speedup=sp, duration=parse_count(f.get("duration")),
-                             selected_samples=parse_count(f.get("selected-samples")), tp=[], lat=[])
+                             selected_samples=parse_count(f.get("selected-samples")), tp=[], lat=[],
+                             cores=0, busy=0.0, waiting=0.0)
+                    core_figures(e, f)
                     prof["experiments"].append(e)
                     current = e
                 elif typ in ("throughput-point", "progress-point"):
@@ -321,15 +344,19 @@ def neighbourhood(bpos, i):
 
 def analyze(prof, halves=True, baseline="local"):
     obs = {}  # (name, kind) -> list of (line, bucket, x, y, d, untreated)
+    exps = {}  # (name, kind) -> the experiment of each observation (section 5.1)
     for e in prof["experiments"]:
         b = int(math.floor(e["speedup"] * 20 + 0.5))
         u = 1 if b > 0 and e["selected_samples"] == 0 else 0  # section 2: no delay inserted
         for n, d in e["tp"]:
             obs.setdefault((n, "throughput"), []).append((e["selected"], b, d, float(e["duration"]), e["duration"], u))
+            exps.setdefault((n, "throughput"), []).append(e)
         for n, a, L in e["lat"]:
             lst = obs.setdefault((n, "latency"), [])
+            exps.setdefault((n, "latency"), [])
             if e["duration"] > 0:
                 lst.append((e["selected"], b, a, e["duration"] * L, e["duration"], u))
+                exps[(n, "latency")].append(e)
     total = sum(prof["samples"].values())
     top_callees = callees(prof["stacks"])
     points, effects = [], []
@@ -391,6 +418,22 @@ def analyze(prof, halves=True, baseline="local"):
         points.append(dict(name=name, kind=kind, experiments=len(ol), dispersion=phi, dispersion_dof=dof,
                            baseline_ns=R0, baseline_experiments=base["n"],
                            baseline_visits=base["x"]))
+        point = points[-1]
+        # section 5.1: the cores, over the 0% observations with core figures
+        wsum = bsum = qsum = 0.0
+        ncores = 0
+        for i in bpos:
+            e = exps[(name, kind)][i]
+            if e["cores"] == 0:
+                continue
+            w = float(e["duration"])
+            ncores = max(ncores, e["cores"])
+            wsum += w; bsum += w * e["busy"]; qsum += w * e["waiting"]
+        if ncores > 0 and wsum > 0:
+            point.update(cores=ncores, cores_busy=bsum / wsum, waiting_for_core=qsum / wsum)
+            point["contended"] = point["waiting_for_core"] >= CONTENDED
+        else:
+            point.update(cores=None, cores_busy=None, waiting_for_core=None, contended=False)
         for line in sorted({k[0] for k in cells}):
             mine = sorted((b, c) for (l, b), c in cells.items() if l == line)
             eff = dict(line=line, point=name, kind=kind, experiments=sum(c["n"] for _, c in mine),
@@ -406,6 +449,9 @@ def analyze(prof, halves=True, baseline="local"):
                 eff["function"], eff["function_unit"] = unit, True
                 eff["samples"] = sum(prof["samples"][l] for l, f in prof["functions"].items() if f == unit)
             eff["sample_share"] = eff["samples"] / total if total > 0 else 0.0
+            smp = prof["sampling"]
+            eff["cpu_share"] = (float(eff["samples"]) * float(smp["attributed_ns"]) / (float(total) * float(smp["cpu_time_ns"]))
+                                if total > 0 and smp and smp["timed"] > 0 and smp["cpu_time_ns"] > 0 else NAN)
             effects.append(eff)
             if not usable:
                 continue
@@ -422,6 +468,11 @@ def analyze(prof, halves=True, baseline="local"):
                 if c["x"] == 0:
                     continue
                 R = ratio(c); r = R / R0e; ps = 1.0 - r
+                bound, bounded = NAN, False  # section 5.1
+                if b > 0 and kind == "throughput" and point["cores"] is not None and not math.isnan(eff["cpu_share"]):
+                    bound = 1.0 - (point["cores_busy"] / float(point["cores"])) * (1.0 - (b / 20) * eff["cpu_share"])
+                    if ps > bound:
+                        ps, r, bounded = bound, 1.0 - bound, True
                 G = None
                 if b == 0:
                     se = NAN
@@ -434,9 +485,12 @@ def analyze(prof, halves=True, baseline="local"):
                     se = r * math.sqrt(phi * (1.0 / c["x"] + V))
                 else:
                     se = r * math.sqrt(phi * (1.0 / c["x"] + 1.0 / X0e))
+                high = ps + Z * se
+                if not math.isnan(bound) and not math.isnan(se):
+                    high = bound if point["contended"] else min(high, bound)
                 eff["curve"].append(dict(line_speedup=b / 20, program_speedup=ps, se=se, low=ps - Z * se,
-                                         high=ps + Z * se, experiments=c["n"], visits=c["x"],
-                                         duration_ns=c["d"], value_ns=R))
+                                         high=high, experiments=c["n"], visits=c["x"],
+                                         duration_ns=c["d"], value_ns=R, bound=bound, bounded=bounded))
                 if b > 0:
                     meas.append((b / 20, ps, r, float(c["x"]), G))
                     untreated_measured += c["u"]
@@ -488,6 +542,11 @@ def analyze(prof, halves=True, baseline="local"):
             else:
                 eff["p_value"] = 1.0 if iv == 0 else 0.0
         verdicts(points[-1], [e for e in effects if e["point"] == name and e["kind"] == kind])
+        if point["contended"]:  # section 5.1: no confident label
+            for e in effects:
+                if e["point"] == name and e["kind"] == kind and e["label"] in ("positive", "negative", "no-effect", "undecided"):
+                    e.update(label="undecided", experiments_needed=None, adjusted_low=None, adjusted_high=None)
+            point.update(discoveries=0, adjusted_z=None)
     effects.sort(key=rank_key)
     lines = sorted(({"location": l, "function": prof["functions"].get(l, ""), "samples": c,
                      "share": c / total if total else 0.0, "callee": top_callees.get(l)}

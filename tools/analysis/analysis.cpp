@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -75,6 +76,7 @@ struct Observation {
   double y;    // duration (throughput) or duration * in-flight (latency)
   uint64_t duration_ns;
   bool untreated;  // at s > 0, but no sample in the selected line: no delay (section 2)
+  const Experiment* experiment;  // for its core figures (section 5.1)
 };
 
 // Sums over the observations of one cell (line, bucket) or of a baseline pool.
@@ -290,10 +292,55 @@ std::vector<double> slope_coefficients(const std::vector<Measured>& pts) {
   return a;
 }
 
+// Section 5.1: the cores of a point, over its 0% observations with core figures.
+void summarize_cores(const PointData& d, PointSummary& summary) {
+  double weight = 0.0, busy = 0.0, waiting = 0.0;
+  uint64_t cores = 0;
+  for (size_t i : d.zero) {
+    const Experiment& e = *d.observations[i].experiment;
+    if (e.cores == 0) continue;
+    const double w = static_cast<double>(e.duration_ns);
+    cores = std::max(cores, e.cores);
+    weight += w;
+    busy += w * e.cores_busy;
+    waiting += w * e.waiting_for_core;
+  }
+  if (cores == 0 || weight == 0.0) return;
+  summary.cores = cores;
+  summary.cores_busy = busy / weight;
+  summary.waiting_for_core = waiting / weight;
+  summary.contended = summary.waiting_for_core >= contended_waiting_threads;
+}
+
+// Section 5.1: the most program speedup the cores allow at line speedup `s`
+// for a line with CPU share `f`; NaN when unknown or for latency.
+double core_bound(const PointSummary& summary, PointKind kind, double s, double f) {
+  if (kind != PointKind::Throughput || summary.cores == 0 || std::isnan(summary.cores_busy) || std::isnan(f)) {
+    return nan;
+  }
+  return 1.0 - (summary.cores_busy / static_cast<double>(summary.cores)) * (1.0 - s * f);
+}
+
+// Section 5.1: in a contended point no line gets a confident label.
+void withhold_labels(std::vector<LineEffect>& effects, PointSummary& summary) {
+  if (!summary.contended) return;
+  for (LineEffect& e : effects) {
+    if (e.label != Label::Positive && e.label != Label::Negative && e.label != Label::NoEffect &&
+        e.label != Label::Undecided)
+      continue;
+    e.label = Label::Undecided;
+    e.experiments_needed = std::nullopt;
+    e.adjusted_low = e.adjusted_high = nan;
+  }
+  summary.discoveries = 0;
+  summary.adjusted_z = nan;
+}
+
 LineEffect make_effect(const std::string& line, const PointKey& point, const PointData& d,
-                       const AnalysisOptions& options) {
+                       const PointSummary& summary, double cpu_share, const AnalysisOptions& options) {
   LineEffect eff;
   eff.line = line;
+  eff.cpu_share = cpu_share;
   std::tie(eff.point, eff.kind) = point;
   eff.baseline_ns = nan;
   eff.impact_se = eff.impact_low = eff.impact_high = nan;
@@ -344,6 +391,14 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
     if (key.second > 0) {
       double x = static_cast<double>(cell.x);
       Measured m{est.line_speedup, est.program_speedup, r, x, local ? local_weights(cell, d) : std::vector<double>{}};
+      est.bound = core_bound(summary, eff.kind, est.line_speedup, cpu_share);
+      if (est.program_speedup > est.bound) {  // false for a NaN bound
+        est.program_speedup = est.bound;
+        r = 1.0 - est.bound;
+        est.bounded = true;
+        m.delta = est.program_speedup;
+        m.r = r;
+      }
       const double base = local ? squares_by_visits(m.g, d) : 1.0 / x0;  // V_c, or the pool's
       est.se = r * std::sqrt(phi * (1.0 / x + base));
       measured.push_back(std::move(m));
@@ -354,6 +409,9 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
     }
     est.low = est.program_speedup - z95 * est.se;
     est.high = est.program_speedup + z95 * est.se;
+    if (!std::isnan(est.bound) && !std::isnan(est.se)) {
+      est.high = summary.contended ? est.bound : std::min(est.high, est.bound);
+    }
     eff.curve.push_back(est);
   }
 
@@ -385,6 +443,9 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
   return eff;
 }
 
+// A line's share of the program's CPU time (section 5.1), NaN when unknown.
+using CpuShares = std::function<double(const std::string& line)>;
+
 // The causal part of the analysis (sections 2-8) over some experiments:
 // every point's summary and the effects kept by the options, ranked.
 struct CausalEffects {
@@ -392,21 +453,22 @@ struct CausalEffects {
   std::vector<LineEffect> effects;
 };
 
-CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, const AnalysisOptions& options) {
+CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, const AnalysisOptions& options,
+                             const CpuShares& cpu_shares) {
   std::map<PointKey, PointData> points;
   for (const Experiment* e : experiments) {
     int bucket = speedup_bucket(e->speedup);
     const bool untreated = bucket > 0 && e->selected_samples == 0;
     for (const ThroughputMeasurement& t : e->throughput) {
       points[{t.name, PointKind::Throughput}].observations.push_back(
-          {&e->selected, bucket, t.delta, static_cast<double>(e->duration_ns), e->duration_ns, untreated});
+          {&e->selected, bucket, t.delta, static_cast<double>(e->duration_ns), e->duration_ns, untreated, e});
     }
     for (const LatencyMeasurement& l : e->latency) {
       PointData& d = points[{l.name, PointKind::Latency}];
       if (e->duration_ns == 0) continue;  // no arrival rate: says nothing about latency
       double in_flight = l.mean_in_flight >= 0.0 ? l.mean_in_flight : static_cast<double>(l.difference);
       d.observations.push_back({&e->selected, bucket, l.arrivals, static_cast<double>(e->duration_ns) * in_flight,
-                                e->duration_ns, untreated});
+                                e->duration_ns, untreated, e});
     }
   }
 
@@ -430,13 +492,17 @@ CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, 
     summary.baseline_ns = d.baseline.usable_baseline() ? d.baseline.ratio() : nan;
     summary.baseline_experiments = d.baseline.n;
     summary.baseline_visits = d.baseline.x;
+    summarize_cores(d, summary);
 
     // Verdicts are over every line of the point, whatever the filters keep.
     std::set<std::string> lines;
     for (const auto& [cell_key, cell] : d.cells) lines.insert(cell_key.first);
     std::vector<LineEffect> all;
-    for (const std::string& line : lines) all.push_back(make_effect(line, key, d, options));
+    for (const std::string& line : lines) {
+      all.push_back(make_effect(line, key, d, summary, cpu_shares(line), options));
+    }
     decide(all, summary);
+    withhold_labels(all, summary);
     result.points.push_back(summary);
 
     if (!options.point.empty() && !point_is(key.first, options.point)) continue;
@@ -463,11 +529,12 @@ std::vector<std::string> top_lines(const std::vector<LineEffect>& ranked, const 
 }
 
 // Split-half agreement (section 8): even- and odd-numbered experiments.
-std::vector<Stability> stability(const Profile& profile, const AnalysisOptions& options, const CausalEffects& whole) {
+std::vector<Stability> stability(const Profile& profile, const AnalysisOptions& options, const CpuShares& cpu_shares,
+                                 const CausalEffects& whole) {
   std::vector<const Experiment*> halves[2];
   for (size_t i = 0; i < profile.experiments.size(); ++i) halves[i % 2].push_back(&profile.experiments[i]);
-  CausalEffects a = causal_effects(halves[0], options);
-  CausalEffects b = causal_effects(halves[1], options);
+  CausalEffects a = causal_effects(halves[0], options, cpu_shares);
+  CausalEffects b = causal_effects(halves[1], options, cpu_shares);
   std::vector<Stability> result;
   for (const PointSummary& point : whole.points) {
     size_t measured = top_lines(whole.effects, point, stability_top).size();
@@ -481,6 +548,30 @@ std::vector<Stability> stability(const Profile& profile, const AnalysisOptions& 
     result.push_back(s);
   }
   return result;
+}
+
+// A line's samples (section 9): its own `samples` records, or for a function
+// unit (coz run --granularity function) those of every line of the function.
+struct LineSampleCount {
+  uint64_t samples = 0;
+  std::string function;
+  bool unit = false;
+};
+
+LineSampleCount line_samples(const Profile& profile, const std::string& line) {
+  LineSampleCount c;
+  auto found = profile.samples.find(line);
+  if (found != profile.samples.end()) {
+    c.samples = found->second.count;
+    c.function = found->second.function;
+  } else if (std::string unit = function_of_unit(profile, line); !unit.empty()) {
+    c.function = unit;
+    c.unit = true;
+    for (const auto& [location, s] : profile.samples) {
+      if (s.function == unit) c.samples += s.count;
+    }
+  }
+  return c;
 }
 
 }  // namespace
@@ -511,24 +602,32 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
     result.total_samples += std::min(s.count, room);
   }
 
+  // Section 5.1: samples * attributed_ns / (total_samples * cpu_time_ns).
+  const SamplingTotals& sampling = profile.sampling;
+  const uint64_t total_samples = result.total_samples;
+  std::map<std::string, double> shares;  // asked for every line of every point, and again by each half
+  CpuShares cpu_shares = [&](const std::string& line) {
+    if (total_samples == 0 || sampling.timed == 0 || sampling.cpu_time_ns == 0) return nan;
+    auto [it, fresh] = shares.try_emplace(line, nan);
+    if (fresh) {
+      const double samples = static_cast<double>(line_samples(profile, line).samples);
+      it->second = (samples * static_cast<double>(sampling.attributed_ns)) /
+                   (static_cast<double>(total_samples) * static_cast<double>(sampling.cpu_time_ns));
+    }
+    return it->second;
+  };
+
   std::vector<const Experiment*> experiments;
   for (const Experiment& e : profile.experiments) experiments.push_back(&e);
-  CausalEffects causal = causal_effects(experiments, options);
-  result.stability = stability(profile, options, causal);
+  CausalEffects causal = causal_effects(experiments, options, cpu_shares);
+  result.stability = stability(profile, options, cpu_shares, causal);
   result.points = std::move(causal.points);
   result.effects = std::move(causal.effects);
   for (LineEffect& eff : result.effects) {
-    auto found = profile.samples.find(eff.line);
-    if (found != profile.samples.end()) {
-      eff.samples = found->second.count;
-      if (!found->second.function.empty()) eff.function = found->second.function;
-    } else if (std::string unit = function_of_unit(profile, eff.line); !unit.empty()) {
-      eff.function = unit;  // a function unit (coz run --granularity function): all the lines of the function
-      eff.function_unit = true;
-      for (const auto& [location, s] : profile.samples) {
-        if (s.function == unit) eff.samples += s.count;
-      }
-    }
+    const LineSampleCount count = line_samples(profile, eff.line);
+    eff.samples = count.samples;
+    eff.function = count.function;
+    eff.function_unit = count.unit;  // a function unit (coz run --granularity function): all the lines of the function
     if (auto it = result.profile.callees.find(eff.line); it != result.profile.callees.end()) eff.callee = it->second;
     if (result.total_samples > 0) {
       eff.sample_share = static_cast<double>(eff.samples) / static_cast<double>(result.total_samples);

@@ -36,6 +36,9 @@ constexpr size_t stability_top = 5;
 constexpr size_t local_neighbours = 8;
 /// experiments_needed is capped here: beyond it the answer is "never", in practice.
 constexpr double max_experiments_needed = 1e9;
+/// A point whose untreated program kept this many threads waiting for a core,
+/// on average, is contended (docs/analysis.md section 5.1).
+constexpr double contended_waiting_threads = 0.1;
 
 enum class PointKind { Throughput, Latency };
 enum class Baseline { Local, Pooled, Line };             // the option (docs/analysis.md section 4)
@@ -62,6 +65,8 @@ struct SpeedupEstimate {
   uint64_t visits = 0;           // X: progress visits (throughput) or arrivals (latency)
   uint64_t duration_ns = 0;      // effective duration pooled
   double value_ns = 0.0;         // R: period P(s) (throughput) or mean latency W(s), in ns
+  double bound = undefined;      // the most the cores allow at this speedup (docs/analysis.md section 5.1)
+  bool bounded = false;          // program_speedup was above the bound, and is the bound
 };
 
 /// The out-of-scope function in which a line's sampled call stacks continue
@@ -105,6 +110,7 @@ struct LineEffect {
   bool measured = false;      // the curve has a point at s > 0
   BaselineSource baseline = BaselineSource::None;
   double baseline_ns = 0.0;   // R(0) used; NaN without a baseline
+  double cpu_share = undefined;  // the line's share of the program's CPU time (section 5.1)
 };
 
 /// Per progress point: the noise estimate and the pooled baseline.
@@ -120,6 +126,11 @@ struct PointSummary {
   uint64_t tested = 0;            // effects with an interval: the false discovery family
   uint64_t discoveries = 0;       // effects labelled positive or negative
   double adjusted_z = undefined;  // the discoveries' z; NaN without discoveries
+  // The cores over its 0% experiments (section 5.1); NaN / 0 without core figures.
+  uint64_t cores = 0;
+  double cores_busy = undefined;
+  double waiting_for_core = undefined;
+  bool contended = false;  // threads waited for a core: no confident label
 };
 
 /// Split-half agreement of a point's top lines (docs/analysis.md section 8).

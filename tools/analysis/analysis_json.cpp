@@ -174,7 +174,7 @@ void curve_point(Json& j, const SpeedupEstimate& p) {
   j.field("line_speedup", p.line_speedup).field("program_speedup", p.program_speedup);
   j.field("se", p.se).field("low", p.low).field("high", p.high);
   j.field("experiments", p.experiments).field("visits", p.visits).field("duration_ns", p.duration_ns);
-  j.field("value_ns", p.value_ns);
+  j.field("value_ns", p.value_ns).field("bound", p.bound).field("bounded", p.bounded);
   j.close('}');
 }
 
@@ -207,6 +207,7 @@ void effect(Json& j, const LineEffect& e) {
   callee(j, e.callee ? &*e.callee : nullptr);
   j.newline(5);
   j.field("measured", e.measured).field("baseline", to_string(e.baseline)).field("baseline_ns", e.baseline_ns);
+  j.field("cpu_share", e.cpu_share);
   j.newline(5);
   j.array("curve", e.curve, 7, [&](const SpeedupEstimate& p) { curve_point(j, p); });
   j.close('}');
@@ -220,6 +221,10 @@ void point_summary(Json& j, const PointSummary& p) {
   j.field("baseline_ns", p.baseline_ns).field("baseline_experiments", p.baseline_experiments);
   j.field("baseline_visits", p.baseline_visits);
   j.field("tested", p.tested).field("discoveries", p.discoveries).field("adjusted_z", p.adjusted_z);
+  j.key("cores");
+  if (p.cores > 0) j.integer(p.cores);
+  else j.null();
+  j.field("cores_busy", p.cores_busy).field("waiting_for_core", p.waiting_for_core).field("contended", p.contended);
   j.close('}');
 }
 

@@ -48,8 +48,9 @@ PointSettling settle_point(const std::string& name, PointKind kind, const std::v
   };
   const size_t n = std::min(top, ranked.size());
   for (size_t i = 0; i < n; ++i) {
-    // More experiments on a line that rarely runs would insert no delay either.
-    if (!settled_label(ranked[i]->label) && !rarely_runs(*ranked[i])) block(*ranked[i]);
+    // More experiments on a line that rarely runs would insert no delay
+    // either, and on a line of a contended point would not settle it.
+    if (!settled_label(ranked[i]->label) && !rarely_runs(*ranked[i]) && !undecidable(*ranked[i])) block(*ranked[i]);
   }
   // A line still undecided after enough experiments could yet outrank the
   // N-th: a discovery above its bound, or any real speed-up when the N-th
@@ -74,6 +75,7 @@ bool settled_label(Label label) {
 }
 
 uint64_t experiments_to_settle(const LineEffect& e) {
+  if (undecidable(e)) return 0;
   if (e.experiments_needed) return std::min(*e.experiments_needed, max_counted_experiments);
   uint64_t measured = e.measured_experiments;
   return measured < min_settle_experiments ? min_settle_experiments - measured : 1;

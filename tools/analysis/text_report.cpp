@@ -258,7 +258,9 @@ std::string note(const LineEffect& e) {
     case Label::Positive: return "";
     case Label::Negative: return "slower";
     case Label::NoEffect: return "no effect";
-    case Label::Undecided: return fmt::format("? +{} exps", compact_count(e.experiments_needed.value_or(0)));
+    case Label::Undecided:
+      if (undecidable(e)) return "contended";
+      return fmt::format("? +{} exps", compact_count(*e.experiments_needed));
     case Label::InsufficientData: return "too few exps";
     case Label::Unmeasured: break;
   }
@@ -342,8 +344,20 @@ class Writer {
                     ansi::dim)
            << '\n';
     }
+    contention(point, kind);
     verdict_summary(point, kind);
     out_ << '\n';
+  }
+
+  // docs/analysis.md section 5.1: a point whose threads waited for a core.
+  void contention(const std::string& point, PointKind kind) {
+    auto summary = std::find_if(a_.points.begin(), a_.points.end(),
+                                [&](const PointSummary& p) { return p.name == point && p.kind == kind; });
+    if (summary == a_.points.end() || !summary->contended) return;
+    warning(fmt::format("cores contended: {:.1f} threads on average waited for a core ({} cores, {:.1f} busy). A line "
+                        "that frees CPU may speed this program up more than its experiments show, up to what the "
+                        "cores allow (the JSON's \"bound\"), so no line gets a verdict.",
+                        summary->waiting_for_core, summary->cores, summary->cores_busy));
   }
 
   // "the 2 undecided lines: ~40 more experiments, ~25 s at this run's pace"
@@ -388,18 +402,21 @@ class Writer {
         case Label::Positive: ++counts[0]; break;
         case Label::Negative: ++counts[1]; break;
         case Label::NoEffect: ++counts[2]; break;
-        case Label::Undecided: ++counts[3]; break;
+        case Label::Undecided: counts[3] += !undecidable(e); break;
         default: break;
       }
     }
-    out_ << paint(wrap(fmt::format("settled: {} speed{} up, {} slow{} down, {} no effect, {} undecided, of {} "
-                                   "tested (false discovery rate {:.0f}%)",
-                                   counts[0], counts[0] == 1 ? "s" : "", counts[1], counts[1] == 1 ? "s" : "",
-                                   counts[2], counts[3], plural(summary->tested, "line"),
-                                   false_discovery_rate * 100.0),
-                       width_),
-                  ansi::dim)
-         << '\n';
+    // A contended point has no verdicts: contention() said why.
+    if (!summary->contended) {
+      out_ << paint(wrap(fmt::format("settled: {} speed{} up, {} slow{} down, {} no effect, {} undecided, of {} "
+                                     "tested (false discovery rate {:.0f}%)",
+                                     counts[0], counts[0] == 1 ? "s" : "", counts[1], counts[1] == 1 ? "s" : "",
+                                     counts[2], counts[3], plural(summary->tested, "line"),
+                                     false_discovery_rate * 100.0),
+                         width_),
+                    ansi::dim)
+           << '\n';
+    }
     open_lines_time(point, kind, counts[3]);
     for (const Stability& s : a_.stability) {
       if (s.name != point || s.kind != kind) continue;

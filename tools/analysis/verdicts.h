@@ -28,6 +28,10 @@ void decide(std::vector<LineEffect>& effects, PointSummary& point);
 /// Section 8's order: label group, then a conservative bound.
 bool ranks_before(const LineEffect& a, const LineEffect& b);
 
+/// Undecided for good: a line of a contended point (docs/analysis.md section
+/// 5.1), which more experiments would not settle.
+inline bool undecidable(const LineEffect& e) { return e.label == Label::Undecided && !e.experiments_needed; }
+
 /// Unmeasured because every speedup of it inserted no delay (section 2): the
 /// line runs too rarely to be tried, and more experiments would not change that.
 inline bool rarely_runs(const LineEffect& e) { return e.label == Label::Unmeasured && e.untreated_experiments > 0; }

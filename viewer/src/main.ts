@@ -313,8 +313,18 @@ function pointVerdicts(a: Analysis, p: PointSummary): HTMLElement | null {
   const mine = a.effects.filter((e) => e.point === p.name && e.kind === p.kind);
   if (!mine.some((e) => e.measured)) return null;
   const n = (label: string) => mine.filter((e) => e.label === label).length;
-  const settled =
-    p.tested > 0
+  const settled = p.contended
+    ? h(
+        "div",
+        {
+          class: "settled contended",
+          title:
+            "docs/analysis.md §5.1: in the 0% experiments, threads ready to run found no core free. A line that frees CPU can speed such a program up by giving it to them, " +
+            "which pausing the other threads does not reproduce: a line's effect may be anywhere up to what the cores allow (the interval's upper end), so no line gets a verdict.",
+        },
+        `cores contended: ${(p.waiting_for_core ?? 0).toFixed(1)} threads waited for a core on average (${p.cores} cores, ${(p.cores_busy ?? 0).toFixed(1)} busy): no verdicts`,
+      )
+    : p.tested > 0
       ? h(
           "div",
           {
@@ -354,7 +364,7 @@ function pointVerdicts(a: Analysis, p: PointSummary): HTMLElement | null {
 
 /** "to settle the 2 undecided lines: ~40 more experiments, ~25 s at this run's pace" (docs/settling.md); null without undecided lines. */
 function toSettle(a: Analysis, mine: LineEffect[]): HTMLElement | null {
-  const open = mine.filter((e) => e.label === "undecided");
+  const open = mine.filter((e) => e.label === "undecided" && !undecidable(e));
   if (open.length === 0) return null;
   const needed = open.reduce((n, e) => n + Math.min(e.experiments_needed ?? 0, maxNeededCounted), 0);
   const pace = secondsPerExperiment(a);
@@ -493,6 +503,8 @@ const effectsByCard = new WeakMap<Element, LineEffect>();
 
 // Undecided because it has too few experiments at a non-zero speedup for any verdict.
 const thin = (e: LineEffect) => e.label === "undecided" && e.measured_experiments < minSettleExperiments;
+// Undecided for good: a line of a contended point (docs/analysis.md section 5.1), which more experiments would not settle.
+const undecidable = (e: LineEffect) => e.label === "undecided" && e.experiments_needed === null;
 // Unmeasured because every speedup of it inserted no delay (docs/analysis.md section 2).
 const rarelyRuns = (e: LineEffect) => e.label === "unmeasured" && e.untreated_experiments > 0;
 
@@ -507,6 +519,12 @@ function verdict(e: LineEffect, p: PointSummary | undefined): { text: string; wh
     case "no-effect":
       return { text: "no measurable effect", why: `Its effect at a 50% line speedup is estimated within ±${settleHalfWidth * 100}%, and its impact known to within ±${settleHalfWidth * 100}% (95% interval): too small to be worth a change, even where the interval excludes 0.` };
     case "undecided":
+      if (undecidable(e)) {
+        return {
+          text: "cores contended: no verdict",
+          why: "Threads of this program waited for a core. Speeding this line up may free CPU for them, which its experiments cannot show: its effect may be anywhere up to what the cores allow (the interval's upper end).",
+        };
+      }
       if (thin(e)) {
         return {
           text: `too few experiments to decide: ${e.measured_experiments} of ${minSettleExperiments}`,

@@ -4,7 +4,7 @@
 // `coz report --json` (§11), snake_case keys and all; undefined numbers are null.
 import { Experiment, Profile, SamplingTotals } from "./profile";
 import { Callee, conventionalProfile, ConventionalProfile } from "./conventional";
-import { falseDiscoveryRate, minSettleExperiments, settleHalfWidth, speedupStepsPerUnit, z95 } from "./constants";
+import { contendedWaitingThreads, falseDiscoveryRate, minSettleExperiments, settleHalfWidth, speedupStepsPerUnit, z95 } from "./constants";
 import { compareStrings, kindRank } from "./order";
 import { splitHalfStability, Stability } from "./stability";
 import { decide, ranksBefore } from "./verdicts";
@@ -28,6 +28,8 @@ export interface CurvePoint {
   visits: number; // X
   duration_ns: number;
   value_ns: number; // R
+  bound: number | null; // §5.1: the most program speedup the cores allow at this line speedup
+  bounded: boolean; // program_speedup was above the bound, and is the bound
   /** Viewer only: each experiment's own program speedup 1 - (y/x)/R0 (x > 0), for the raw points. */
   raw: number[];
 }
@@ -61,6 +63,7 @@ export interface LineEffect {
   measured: boolean;
   baseline: BaselineSource;
   baseline_ns: number | null;
+  cpu_share: number | null; // §5.1: the line's share of the program's CPU time
   curve: CurvePoint[];
 }
 
@@ -76,6 +79,10 @@ export interface PointSummary {
   tested: number; // effects with an interval: the false discovery family
   discoveries: number; // effects labelled positive or negative
   adjusted_z: number | null; // the discoveries' z; null without discoveries
+  cores: number | null; // §5.1: over the 0% experiments with core figures
+  cores_busy: number | null;
+  waiting_for_core: number | null;
+  contended: boolean; // threads waited for a core: no confident label
 }
 
 /** The `sampling` totals as the JSON has them; the two times are null when no record had them. */
@@ -171,6 +178,7 @@ interface Reading {
   y: number;
   durationNs: number;
   untreated: boolean;
+  experiment: Experiment; // §5.1: its core figures
 }
 
 interface Obs {
@@ -204,6 +212,7 @@ interface PointData {
   base: { n: number; X: number; Y: number }; // §4: the pool, of the observations' own y
   zeros: number[]; // §4: B, the positions of the bucket-0 observations
   local: boolean; // §4: y adjusted by the local baseline
+  readings: Reading[]; // as read, profile order
 }
 
 const localNeighbours = 8; // K of §4
@@ -248,7 +257,7 @@ function localBaseline(readings: Reading[], zeros: number[], X0: number, R0: num
 
 /** §2, §4: a point's observations (profile order), its pool and its cells (first-seen order); y' with the local baseline. */
 function pointData(name: string, kind: PointKind, readings: Reading[], mode: BaselineMode): PointData {
-  const p: PointData = { name, kind, observations: [], cells: [], lines: new Map(), base: { n: 0, X: 0, Y: 0 }, zeros: [], local: false };
+  const p: PointData = { name, kind, observations: [], cells: [], lines: new Map(), base: { n: 0, X: 0, Y: 0 }, zeros: [], local: false, readings };
   readings.forEach((o, i) => {
     if (o.bucket !== 0) return;
     ++p.base.n;
@@ -360,7 +369,56 @@ function linear(a: number[], m: CurvePoint[], r: number[], phi: number | null, X
   return { value: L, se, low: L - z95 * se, high: L + z95 * se };
 }
 
-function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: number | null, mode: BaselineMode): LineEffect {
+/** §5.1: the cores of a point, over its 0% observations with core figures. */
+function summarizeCores(p: PointData, summary: PointSummary) {
+  let weight = 0;
+  let busy = 0;
+  let waiting = 0;
+  let cores = 0;
+  for (const i of p.zeros) {
+    const e = p.readings[i].experiment;
+    if (e.cores === 0) continue;
+    const w = e.durationNs;
+    cores = Math.max(cores, e.cores);
+    weight += w;
+    busy += w * e.coresBusy;
+    waiting += w * e.waitingForCore;
+  }
+  if (cores === 0 || weight === 0) return;
+  summary.cores = cores;
+  summary.cores_busy = busy / weight;
+  summary.waiting_for_core = waiting / weight;
+  summary.contended = summary.waiting_for_core >= contendedWaitingThreads;
+}
+
+/** §5.1: the most program speedup the cores allow at line speedup s for a line of CPU share f; null when unknown or for latency. */
+function coreBound(summary: PointSummary, s: number, f: number | null): number | null {
+  if (summary.kind !== "throughput" || summary.cores === null || summary.cores_busy === null || f === null) return null;
+  return 1 - (summary.cores_busy / summary.cores) * (1 - s * f);
+}
+
+/** §5.1: in a contended point no line gets a confident label. */
+function withholdLabels(effects: LineEffect[], summary: PointSummary) {
+  if (!summary.contended) return;
+  for (const e of effects) {
+    if (e.label !== "positive" && e.label !== "negative" && e.label !== "no-effect" && e.label !== "undecided") continue;
+    e.label = "undecided";
+    e.experiments_needed = null;
+    e.adjusted_low = e.adjusted_high = null;
+  }
+  summary.discoveries = 0;
+  summary.adjusted_z = null;
+}
+
+function makeEffect(
+  p: PointData,
+  line: string,
+  cells: Map<number, Cell>,
+  phi: number | null,
+  mode: BaselineMode,
+  summary: PointSummary,
+  cpuShare: number | null,
+): LineEffect {
   const buckets = [...cells.keys()].sort((x, y) => x - y);
   const e: LineEffect = {
     line,
@@ -391,6 +449,7 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
     measured: false,
     baseline: "none",
     baseline_ns: null,
+    cpu_share: cpuShare,
     curve: [],
   };
 
@@ -420,7 +479,7 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
     const c = cells.get(b)!;
     const R = c.R;
     if (R === null) continue;
-    const r = R / R0;
+    let r = R / R0;
     const point: CurvePoint = {
       line_speedup: b / speedupStepsPerUnit,
       program_speedup: 1 - r,
@@ -431,10 +490,18 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
       visits: c.X,
       duration_ns: c.durationNs,
       value_ns: R,
+      bound: null,
+      bounded: false,
       raw: c.obs.filter((o) => o.x > 0).map((o) => 1 - o.y / o.x / R0!),
     };
     if (b > 0) {
       const g = e.baseline === "local" ? localWeights(c) : null;
+      point.bound = coreBound(summary, point.line_speedup, cpuShare);
+      if (point.bound !== null && point.program_speedup > point.bound) {
+        point.program_speedup = point.bound;
+        r = 1 - point.bound;
+        point.bounded = true;
+      }
       if (phi !== null) {
         // The baseline's relative variance over φ: 1 / X0, or the neighbours' V_c (§4).
         const baseVar = g === null ? 1 / X0 : weightedSquares(g, p.observations);
@@ -442,6 +509,7 @@ function makeEffect(p: PointData, line: string, cells: Map<number, Cell>, phi: n
         point.se = se;
         point.low = point.program_speedup - z95 * se;
         point.high = point.program_speedup + z95 * se;
+        if (point.bound !== null) point.high = summary.contended ? point.bound : Math.min(point.high, point.bound);
       }
       measured.push(point);
       ratios.push(r);
@@ -496,23 +564,25 @@ export function pointIs(name: string, wanted: string): boolean {
   return name === wanted || (name.length > wanted.length + 3 && name.startsWith(wanted + " [") && name.endsWith("]"));
 }
 
-function causalEffects(experiments: Experiment[], mode: BaselineMode, only: string, minExperiments: number) {
+type CpuShares = (line: string) => number | null;
+
+function causalEffects(experiments: Experiment[], mode: BaselineMode, only: string, minExperiments: number, cpuShares: CpuShares) {
   // §2: observations per point key, in profile order.
   const readings = new Map<string, { name: string; kind: PointKind; readings: Reading[] }>();
-  const observe = (name: string, kind: PointKind, line: string, bucket: number, x: number, y: number, durationNs: number, untreated: boolean) => {
+  const observe = (name: string, kind: PointKind, e: Experiment, bucket: number, x: number, y: number, untreated: boolean) => {
     const key = `${kindRank(kind)}\u0000${name}`;
     let r = readings.get(key);
     if (!r) readings.set(key, (r = { name, kind, readings: [] }));
-    r.readings.push({ line, bucket, x, y, durationNs, untreated });
+    r.readings.push({ line: e.selected, bucket, x, y, durationNs: e.durationNs, untreated, experiment: e });
   };
   for (const e of experiments) {
     const bucket = lround(e.speedup * speedupStepsPerUnit);
     const untreated = bucket > 0 && e.selectedSamples === 0;
-    for (const t of e.throughput) observe(t.name, "throughput", e.selected, bucket, t.delta, e.durationNs, e.durationNs, untreated);
+    for (const t of e.throughput) observe(t.name, "throughput", e, bucket, t.delta, e.durationNs, untreated);
     for (const l of e.latency) {
       if (!(e.durationNs > 0)) continue;
       const L = l.meanInFlight >= 0 ? l.meanInFlight : l.difference;
-      observe(l.name, "latency", e.selected, bucket, l.arrivals, e.durationNs * L, e.durationNs, untreated);
+      observe(l.name, "latency", e, bucket, l.arrivals, e.durationNs * L, untreated);
     }
   }
   // Then the baseline (§4) and the cells.
@@ -535,10 +605,16 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
       tested: 0,
       discoveries: 0,
       adjusted_z: null,
+      cores: null,
+      cores_busy: null,
+      waiting_for_core: null,
+      contended: false,
     };
+    summarizeCores(p, summary);
     // Verdicts are over every line of the point, whatever the filters keep.
-    const all = [...p.lines].map(([line, cells]) => makeEffect(p, line, cells, phi, mode));
+    const all = [...p.lines].map(([line, cells]) => makeEffect(p, line, cells, phi, mode, summary, cpuShares(line)));
     decide(all, summary);
+    withholdLabels(all, summary);
     summaries.push(summary);
     if (only !== "" && !pointIs(p.name, only)) continue;
     for (const e of all) if (e.experiments >= minExperiments) effects.push(e);
@@ -558,25 +634,39 @@ export function functionOfUnit(profile: Profile, name: string): string {
   return best;
 }
 
+/** §9: a line's samples, or for a function unit (coz run --granularity function) those of every line of the function. */
+function lineSamples(profile: Profile, line: string): { samples: number; function: string; unit: boolean } {
+  if (profile.samples.has(line)) return { samples: profile.samples.get(line)!, function: profile.functions.get(line) ?? "", unit: false };
+  const unit = functionOfUnit(profile, line);
+  if (unit === "") return { samples: 0, function: profile.functions.get(line) ?? "", unit: false };
+  let samples = 0;
+  for (const [location, fn] of profile.functions) if (fn === unit) samples += profile.samples.get(location) ?? 0;
+  return { samples, function: unit, unit: true };
+}
+
 export function analyze(profile: Profile, options: AnalysisOptions = {}): Analysis {
   const mode = options.baseline ?? "local";
   const only = options.point ?? "";
   const minExperiments = options.minExperiments ?? 1;
 
-  const { points, effects } = causalEffects(profile.experiments, mode, only, minExperiments);
-  const stability = splitHalfStability(profile.experiments, points, effects, (half) => causalEffects(half, mode, only, minExperiments).effects);
   const conv = conventionalProfile(profile);
   const totalSamples = conv.total_samples;
+  // §5.1: samples * attributed_ns / (total_samples * cpu_time_ns).
+  const t = profile.sampling;
+  const shares = new Map<string, number>(); // asked for every line of every point, and again by each half
+  const cpuShares: CpuShares = (line) => {
+    if (totalSamples === 0 || t.timed === 0 || t.cpu_time_ns === 0) return null;
+    let f = shares.get(line);
+    if (f === undefined) shares.set(line, (f = (lineSamples(profile, line).samples * t.attributed_ns) / (totalSamples * t.cpu_time_ns)));
+    return f;
+  };
+  const { points, effects } = causalEffects(profile.experiments, mode, only, minExperiments, cpuShares);
+  const stability = splitHalfStability(profile.experiments, points, effects, (half) => causalEffects(half, mode, only, minExperiments, cpuShares).effects);
   for (const e of effects) {
-    e.samples = profile.samples.get(e.line) ?? 0;
-    e.function = profile.functions.get(e.line) ?? "";
-    const unit = profile.samples.has(e.line) ? "" : functionOfUnit(profile, e.line);
-    if (unit !== "") {
-      // §9: a function unit (coz run --granularity function) has all the samples of its function's lines.
-      e.function = unit;
-      e.function_unit = true;
-      for (const [location, fn] of profile.functions) if (fn === unit) e.samples += profile.samples.get(location) ?? 0;
-    }
+    const count = lineSamples(profile, e.line);
+    e.samples = count.samples;
+    e.function = count.function;
+    e.function_unit = count.unit;
     e.sample_share = totalSamples > 0 ? e.samples / totalSamples : 0;
     e.callee = conv.callees.get(e.line) ?? null;
   }

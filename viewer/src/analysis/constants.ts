@@ -10,3 +10,4 @@ export const maxExperimentsNeeded = 1e9; // beyond this, "never" in practice
 export const falseDiscoveryRate = 0.05; // α: expected share of wrong "speeds up"/"slows down" verdicts of a point
 export const minSettleExperiments = 10; // n_min: measured experiments a line needs before any verdict
 export const stabilityTop = 5; // split-half stability compares this many top lines per point
+export const contendedWaitingThreads = 0.1; // §5.1: threads waiting for a core, on average, that make a point contended

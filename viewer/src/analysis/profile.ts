@@ -22,6 +22,10 @@ export interface Experiment {
   speedup: number;
   durationNs: number;
   selectedSamples: number;
+  /** docs/analysis.md §5.1: what its process's threads did with the cores; cores 0 without valid figures. */
+  cores: number;
+  coresBusy: number;
+  waitingForCore: number;
   source: string; // file the experiment was read from
   throughput: ThroughputMeasurement[];
   latency: LatencyMeasurement[];
@@ -183,6 +187,13 @@ class Fields {
     if (v === undefined || v === "" || v.startsWith("-")) return null;
     return toCount(v);
   }
+  /** An optional non-negative number whose absence or bad value is not an error. */
+  lenientReal(key: string): number | null {
+    const v = findField(this.r, key);
+    if (v === undefined) return null;
+    const d = toDouble(v);
+    return d !== null && d >= 0 ? d : null;
+  }
   optionalReal(key: string): number | null {
     const v = findField(this.r, key);
     if (v === undefined) return null;
@@ -202,10 +213,22 @@ function parseExperiment(f: Fields, source: string): Experiment | null {
     speedup: f.real("speedup"),
     durationNs: f.count("duration"),
     selectedSamples: f.count("selected-samples"),
+    cores: 0,
+    coresBusy: 0,
+    waitingForCore: 0,
     source,
     throughput: [],
     latency: [],
   };
+  // §5.1: core figures count only whole, all three valid.
+  const cores = f.lenientCount("cores");
+  const busy = f.lenientReal("cores-busy");
+  const waiting = f.lenientReal("waiting-for-core");
+  if (cores !== null && cores >= 1 && busy !== null && waiting !== null) {
+    e.cores = cores;
+    e.coresBusy = busy;
+    e.waitingForCore = waiting;
+  }
   if (f.ok && !(e.speedup >= 0 && e.speedup <= 1)) f.fail(`speedup ${e.speedup} outside [0, 1]`);
   return f.ok ? e : null;
 }
