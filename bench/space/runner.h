@@ -28,6 +28,7 @@ struct RunnerConfig {
   double default_seconds = 15;  // the default run whose verdicts are judged
   bool verdicts = true;         // run the default profile at all
   int nice = 0;                 // of every measured process (-20 as root)
+  double max_steal = 0.10;      // a prediction run with more of the machine stolen is taken once more
   std::string rows_path;        // every row appended here as JSON lines (empty: none)
   /// Truths measured before (rows of the same seed and programs): taken
   /// from there instead of measured again, to compare runtimes quickly.
@@ -48,6 +49,8 @@ struct LineRow {
   double predicted = kNaN;   // program speedup at 50%
   double predicted_half_width = kNaN;
   int predicted_experiments = 0;
+  bool contended = false;           // the prediction's report found threads waiting for cores (no verdicts)
+  double steal = 0;                 // share of the machine a hypervisor took during the prediction's run
   std::string label = "absent";     // the default run's label of the line ("positive", ...)
   std::string error;                // what went wrong, if anything
 
@@ -64,6 +67,8 @@ struct LineRow {
 
 struct Summary {
   int rows = 0, steady_rows = 0, within = 0, covered = 0, predicted_rows = 0, false_verdicts = 0, verdict_rows = 0;
+  // The same over the rows of programs whose report did not call them contended.
+  int open_steady_rows = 0, open_within = 0, open_predicted_rows = 0, open_covered = 0;
   std::vector<std::string> lines() const;  // "within 5 points: 95 of 100 (95.0%)", ...
 };
 
