@@ -420,33 +420,49 @@ TEST_F(IntegrationTest, PipelineConsumerLineRanksFirst) {
   const std::string produce = marked_line("pipeline.cpp", "produce_work");
   // By samples throughout (the share below is that choice's; the default
   // aims most experiments at open lines after a warm-up: 69% on the
-  // producer in one run, docs/settling.md).
-  const ProcessResult process = coz_run(profile_path(), {"--allocation", "samples"},
-                                        {PIPELINE_EXE, "-n", std::to_string(scaled(kPipelineItems))}, scratch_);
-  ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
-  const std::optional<analysis::Profile> profile = read_profile(profile_path());
-  ASSERT_TRUE(profile) << "no profile written";
-
+  // producer in one run, docs/settling.md). Under steal the producer's thin
+  // curve drifts (CI, a run beside others losing 33-44% to steal: producer
+  // impact -0.12), so a failing run under steal runs again.
+  ProcessResult process;
+  std::optional<analysis::Profile> profile;
+  analysis::Analysis result;
   analysis::AnalysisOptions options;
   options.min_experiments = kPipelineMinExperiments;
   options.point = "item consumed";
-  const analysis::Analysis result = analysis::analyze(*profile, options);
+  double producer_share = 0.0;
+  const analysis::LineEffect* consumer = nullptr;
+  const analysis::LineEffect* producer = nullptr;
+  again_under_steal("pipeline", [&](int) {
+    process = coz_run(profile_path(), {"--allocation", "samples"},
+                      {PIPELINE_EXE, "-n", std::to_string(scaled(kPipelineItems))}, scratch_);
+    profile = read_profile(profile_path());
+    consumer = producer = nullptr;
+    if (!process.exited || process.exit_status != 0 || !profile) return AttemptVerdict{};  // asserted below
+    result = analysis::analyze(*profile, options);
+    // Lines are chosen in proportion to their samples: the producer has a
+    // quarter of them. When the first sample after an experiment chose, the
+    // program's rhythm decided instead: 3 to 65 of ~85 experiments.
+    size_t on_producer = 0;
+    for (const analysis::Experiment& e : profile->experiments) on_producer += location_matches(e.selected, produce);
+    producer_share = static_cast<double>(on_producer) / static_cast<double>(profile->experiments.size());
+    consumer = find_effect(result, consume, "item consumed");
+    producer = find_effect(result, produce, "item consumed");
+    const bool holds = samples_on_line(*profile, consume) > samples_on_line(*profile, produce) &&
+                       producer_share > 0.12 && producer_share < 0.40 && !result.effects.empty() &&
+                       location_matches(result.effects.front().line, consume) && consumer && producer &&
+                       consumer->impact > 0.2 && std::fabs(producer->impact) < 0.1;
+    return AttemptVerdict{holds, profile->sampling.steal_share()};
+  });
+  ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
+  ASSERT_TRUE(profile) << "no profile written";
   const std::string context = describe_experiments(*profile) + "\n" + describe(result);
 
   EXPECT_GT(samples_on_line(*profile, consume), samples_on_line(*profile, produce)) << context;
-  // Lines are chosen in proportion to their samples: the producer has a
-  // quarter of them. When the first sample after an experiment chose, the
-  // program's rhythm decided instead: 3 to 65 of ~85 experiments.
-  size_t on_producer = 0;
-  for (const analysis::Experiment& e : profile->experiments) on_producer += location_matches(e.selected, produce);
-  const double producer_share = static_cast<double>(on_producer) / static_cast<double>(profile->experiments.size());
   EXPECT_GT(producer_share, 0.12) << context;
   EXPECT_LT(producer_share, 0.40) << context;
   ASSERT_FALSE(result.effects.empty()) << context;
   EXPECT_TRUE(location_matches(result.effects.front().line, consume))
       << "ranked first: " << result.effects.front().line << "\n" << context;
-  const analysis::LineEffect* consumer = find_effect(result, consume, "item consumed");
-  const analysis::LineEffect* producer = find_effect(result, produce, "item consumed");
   ASSERT_NE(consumer, nullptr) << context;
   ASSERT_NE(producer, nullptr) << "producer line has < " << kPipelineMinExperiments << " experiments\n" << context;
   const analysis::SpeedupEstimate* consumer_half = estimate_at(*consumer, 0.5);
