@@ -388,5 +388,137 @@ TEST(TightSleepTest, SleepsTheWholePaymentAndRestoresTheSlack) {
   EXPECT_EQ(prctl(PR_GET_TIMERSLACK), slack);
 }
 
+
+// ---- credits that come due over a period (CreditRamp) -----------------------
+
+uint64_t g_now = 0;
+uint64_t fake_now() { return g_now; }
+
+class RampTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_now = 1'000'000;
+    g_slept_total = 0;
+    g_oversleep = 0;
+    ledger.start_thread(a, 0);
+    ledger.start_thread(b, 0);
+    ledger.begin_experiment(500, 1000);  // a credit of 500 ns comes due over 1 us
+  }
+  DelayLedger ledger{&fake_sleep, &fake_now};
+  ThreadLedger a, b;
+};
+
+TEST_F(RampTest, ACreditComesDueOverItsPeriod) {
+  ledger.credit_sample(a);
+  EXPECT_EQ(ledger.global(), 0u);
+  EXPECT_TRUE(ledger.delays_outstanding()) << "credited, so a waker's credit matters already";
+  g_now += 500;
+  EXPECT_EQ(ledger.global(), 250u);
+  EXPECT_EQ(ledger.owed(b), 250u);
+  g_now += 500;
+  EXPECT_EQ(ledger.global(), 500u);
+  g_now += 5000;
+  EXPECT_EQ(ledger.global(), 500u) << "never more than was credited";
+}
+
+TEST_F(RampTest, TheCreditingThreadNeverOwesItsOwnCredit) {
+  ledger.credit_sample(a);
+  for (int i = 0; i < 4; ++i, g_now += 400) EXPECT_EQ(ledger.owed(a), 0u);
+}
+
+// Two threads in the line, or one sampled again before its last credit came
+// due: what is pending comes due over one period from the last credit.
+TEST_F(RampTest, CreditsThatOverlapComeDueTogether) {
+  ledger.credit_sample(a);
+  g_now += 500;  // 250 due, 250 pending
+  ledger.credit_sample(a);
+  EXPECT_EQ(ledger.global(), 250u);
+  g_now += 500;  // 750 pending over 1 us: 375 more
+  EXPECT_EQ(ledger.global(), 625u);
+  g_now += 500;
+  EXPECT_EQ(ledger.global(), 1000u);
+}
+
+TEST_F(RampTest, PaymentsFollowTheRamp) {
+  ledger.credit_sample(a);
+  g_now += 200;
+  EXPECT_EQ(ledger.pay(b), 100u);
+  g_now += 200;
+  EXPECT_EQ(ledger.pay(b), 100u) << "only what came due since";
+}
+
+// When credits stop, every thread owes all that was credited: the
+// experiment counts only once they have paid it (Profiler::drain_debts).
+TEST_F(RampTest, TheEndOfAnExperimentMakesEverythingDue) {
+  ledger.credit_sample(a);
+  g_now += 100;
+  ledger.end_experiment();
+  EXPECT_EQ(ledger.global(), 500u);
+  EXPECT_EQ(ledger.owed(b), 500u);
+  ledger.begin_experiment(500, 1000);
+  EXPECT_EQ(ledger.owed(b), 0u) << "a new experiment forgives the last one's debt";
+}
+
+// A credit that finds another writer on the ramp (a handler on another
+// thread, the profiler thread) is due at once rather than wait in a signal handler.
+TEST_F(RampTest, ACreditThatFindsTheRampBusyIsDueAtOnce) {
+  LedgerCounts counts;
+  ledger.share_counts(&counts);
+  ledger.begin_experiment(500, 1000);
+  counts.ramp.writer.store(1);
+  ledger.credit_sample(a);
+  EXPECT_EQ(ledger.global(), 500u);
+  counts.ramp.writer.store(0);
+}
+
+// A reader interrupted in the middle of a ramp update by a handler of its
+// own thread would wait forever for it: it takes the whole ramp as due.
+TEST_F(RampTest, AReaderThatNeverSeesTheUpdateEndTakesTheWholeRampAsDue) {
+  LedgerCounts counts;
+  ledger.share_counts(&counts);
+  ledger.begin_experiment(500, 1000);
+  ledger.credit_sample(a);
+  counts.ramp.version.fetch_add(1);  // a writer in the middle of its update
+  EXPECT_EQ(ledger.global(), 500u);
+  counts.ramp.version.fetch_add(1);
+  EXPECT_EQ(ledger.global(), 0u);
+}
+
+// A client woken by its server's reply skips what the server's line credited
+// while it waited, also what is still on the ramp: that credit stands for
+// work it waited through. Skipping only what had come due, it paid the rest
+// afterwards, slowed by the very line it waited for.
+TEST_F(RampTest, AThreadWokenByAnotherSkipsEverythingCreditedWhileItWaited) {
+  ledger.pre_block(b);
+  ledger.credit_sample(a);
+  g_now += 300;  // 150 of 500 due
+  ledger.post_block(b, true);
+  EXPECT_EQ(ledger.owed(b), 0u);
+  g_now += 700;
+  EXPECT_EQ(ledger.owed(b), 0u) << "the rest came due, but was credited while b waited";
+}
+
+// What was still on the ramp when the thread began to wait stands for work
+// before the wait: owed after it, as it comes due.
+TEST_F(RampTest, WhatWasPendingBeforeTheWaitIsStillOwed) {
+  ledger.credit_sample(a);
+  g_now += 400;  // 200 due, paid
+  EXPECT_EQ(ledger.pay(b), 200u);
+  ledger.pre_block(b);
+  ledger.post_block(b, true);
+  g_now += 600;
+  EXPECT_EQ(ledger.owed(b), 300u);
+}
+
+// Queued for a mutex, the thread's time in the queue absorbs what it owed,
+// the part still on the ramp included (DelayLedger::pre_lock_wait).
+TEST_F(RampTest, ALockWaitAbsorbsThePendingDebtToo) {
+  ledger.credit_sample(a);  // b owes 500 over the next 1 us, none due yet
+  ledger.pre_lock_wait(b, 10'000);
+  ledger.post_lock_wait(b, 10'300);  // queued 300 ns, nothing credited meanwhile
+  g_now += 2000;
+  EXPECT_EQ(ledger.owed(b), 200u);
+}
+
 }  // namespace
 }  // namespace coz
