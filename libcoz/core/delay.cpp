@@ -1,9 +1,6 @@
 #include "delay.h"
 
-#include <time.h>
-
 #include <algorithm>
-#include <cstdlib>
 
 namespace coz {
 namespace {
@@ -40,104 +37,16 @@ void raise_local(ThreadLedger& t, uint64_t value) {
 
 }  // namespace
 
-namespace {
-
-/// What came due of `pending` between `start` and `now` at `rate_q32`.
-uint64_t come_due(uint64_t pending, uint64_t start, uint64_t rate_q32, uint64_t now) {
-  if (pending == 0 || now <= start) return 0;
-  const unsigned __int128 due = (static_cast<unsigned __int128>(now - start) * rate_q32) >> 32;
-  return due >= pending ? pending : static_cast<uint64_t>(due);
-}
-
-/// A reader that finds a writer in the middle of an update this many times
-/// in a row stops waiting and takes the whole ramp as due: the writer may be
-/// a handler that interrupted this very thread.
-constexpr int max_ramp_reads = 1000;
-
-}  // namespace
-
-uint64_t DelayLedger::monotonic_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-uint64_t DelayLedger::global() const {
-  const CreditRamp& ramp = counts_->ramp;
-  for (int reads = 1;; ++reads) {
-    const uint64_t version = ramp.version.load(std::memory_order_acquire);
-    const uint64_t due = counts_->global.load(std::memory_order_acquire);
-    const uint64_t pending = ramp.pending.load(std::memory_order_acquire);
-    if (pending == 0 && version % 2 == 0) return due;  // no ramp: the common case, no clock read
-    const uint64_t start = ramp.start_ns.load(std::memory_order_acquire);
-    const uint64_t rate = ramp.rate_q32.load(std::memory_order_acquire);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (version % 2 == 0 && ramp.version.load(std::memory_order_relaxed) == version)
-      return due + come_due(pending, start, rate, now_());
-    if (reads == max_ramp_reads) return due + pending;
-  }
-}
-
-uint64_t DelayLedger::credited() const {
-  const CreditRamp& ramp = counts_->ramp;
-  for (int reads = 1;; ++reads) {
-    const uint64_t version = ramp.version.load(std::memory_order_acquire);
-    const uint64_t due = counts_->global.load(std::memory_order_acquire);
-    const uint64_t pending = ramp.pending.load(std::memory_order_acquire);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if ((version % 2 == 0 && ramp.version.load(std::memory_order_relaxed) == version) || reads == max_ramp_reads)
-      return due + pending;
-  }
-}
-
-void DelayLedger::add_credit(uint64_t d) {
-  CreditRamp& ramp = counts_->ramp;
-  const uint64_t length = ramp.length_ns.load(std::memory_order_relaxed);
-  if (length == 0 || ramp.writer.exchange(1, std::memory_order_acquire) != 0) {
-    counts_->global.fetch_add(d, std::memory_order_acq_rel);
-    return;
-  }
-  ramp.version.fetch_add(1, std::memory_order_acq_rel);
-  const uint64_t now = now_();
-  uint64_t pending = ramp.pending.load(std::memory_order_relaxed);
-  const uint64_t due = come_due(pending, ramp.start_ns.load(std::memory_order_relaxed),
-                                ramp.rate_q32.load(std::memory_order_relaxed), now);
-  counts_->global.fetch_add(due, std::memory_order_acq_rel);
-  pending = pending - due + d;
-  ramp.pending.store(pending, std::memory_order_relaxed);
-  ramp.start_ns.store(now, std::memory_order_relaxed);
-  ramp.rate_q32.store(static_cast<uint64_t>((static_cast<unsigned __int128>(pending) << 32) / length),
-                      std::memory_order_relaxed);
-  ramp.version.fetch_add(1, std::memory_order_acq_rel);
-  ramp.writer.store(0, std::memory_order_release);
-}
-
-void DelayLedger::release_ramp() {
-  CreditRamp& ramp = counts_->ramp;
-  while (ramp.writer.exchange(1, std::memory_order_acquire) != 0) {
-    // A handler's add_credit: a few dozen instructions.
-  }
-  ramp.version.fetch_add(1, std::memory_order_acq_rel);
-  counts_->global.fetch_add(ramp.pending.exchange(0, std::memory_order_relaxed), std::memory_order_acq_rel);
-  ramp.version.fetch_add(1, std::memory_order_acq_rel);
-  ramp.writer.store(0, std::memory_order_release);
-}
-
-void DelayLedger::begin_experiment(uint64_t delay_per_sample_ns, uint64_t ramp_ns) {
-  release_ramp();  // left by the last experiment: forgiven below
-  counts_->ramp.length_ns.store(ramp_ns, std::memory_order_relaxed);
+void DelayLedger::begin_experiment(uint64_t delay_per_sample_ns) {
   counts_->forgive_below.store(counts_->global.load(std::memory_order_acquire), std::memory_order_release);
   counts_->delay_per_sample.store(delay_per_sample_ns, std::memory_order_release);
 }
 
-void DelayLedger::end_experiment() {
-  counts_->delay_per_sample.store(0, std::memory_order_release);
-  release_ramp();
-}
+void DelayLedger::end_experiment() { counts_->delay_per_sample.store(0, std::memory_order_release); }
 
 void DelayLedger::start_thread(ThreadLedger& child, uint64_t creator_local) const {
   child.local.store(creator_local, std::memory_order_relaxed);
-  child.pre_block_credited = 0;
+  child.pre_block_global = 0;
   child.pre_block_local = 0;
   child.busy.store(false, std::memory_order_relaxed);
   child.blocked.store(false, std::memory_order_relaxed);
@@ -147,7 +56,7 @@ uint64_t DelayLedger::credit_sample(ThreadLedger& t) {
   uint64_t d = counts_->delay_per_sample.load(std::memory_order_relaxed);
   if (d == 0) return 0;
   t.local.fetch_add(d, std::memory_order_relaxed);
-  add_credit(d);
+  counts_->global.fetch_add(d, std::memory_order_acq_rel);
   return d;
 }
 
@@ -205,7 +114,7 @@ void DelayLedger::count_as_paid(ThreadLedger& t, uint64_t ns) {
 void DelayLedger::pre_block(ThreadLedger& t) {
   pay_all(t);
   BusyScope busy(t);
-  t.pre_block_credited = credited();
+  t.pre_block_global = global();
   t.pre_block_local = t.local.load(std::memory_order_relaxed);
   t.blocked.store(true, std::memory_order_release);
 }
@@ -213,11 +122,8 @@ void DelayLedger::pre_block(ThreadLedger& t) {
 void DelayLedger::pre_lock_wait(ThreadLedger& t, uint64_t now_ns) {
   BusyScope busy(t);
   forgive_old_debt(t);
-  // All it owes, what has come due and what is still on the ramp (CreditRamp):
-  // both are the work before it queued.
-  t.pre_block_credited = credited();
-  const uint64_t paid = t.local.load(std::memory_order_relaxed);
-  t.pre_wait_debt = t.pre_block_credited > paid ? t.pre_block_credited - paid : 0;
+  t.pre_wait_debt = debt(t);
+  t.pre_block_global = global();
   t.pre_wait_ns = now_ns;
   t.blocked.store(true, std::memory_order_release);
 }
@@ -226,12 +132,12 @@ void DelayLedger::post_lock_wait(ThreadLedger& t, uint64_t now_ns) {
   {
     BusyScope busy(t);
     t.blocked.store(false, std::memory_order_release);
-    uint64_t c = credited();
-    uint64_t accrued = c > t.pre_block_credited ? c - t.pre_block_credited : 0;
+    uint64_t g = global();
+    uint64_t accrued = g > t.pre_block_global ? g - t.pre_block_global : 0;
     uint64_t waited = now_ns > t.pre_wait_ns ? now_ns - t.pre_wait_ns : 0;
     uint64_t virtual_wait = waited > accrued ? waited - accrued : 0;  // the pauses credited meanwhile do not exist there
     uint64_t still_owed = t.pre_wait_debt > virtual_wait ? t.pre_wait_debt - virtual_wait : 0;
-    raise_local(t, c - std::min(c, still_owed));  // of all credited so far, owe exactly still_owed
+    raise_local(t, g - std::min(g, still_owed));  // owe exactly still_owed from here
   }
   pay(t);
 }
@@ -247,13 +153,8 @@ void DelayLedger::post_block(ThreadLedger& t, bool skip) {
       // late), and is in both counts already; added again, the thread would
       // stand ahead of the virtual clock and owe nothing for that long, and
       // so would every thread it creates.
-      // Everything credited meanwhile, due or still on the ramp: a credit
-      // stands for the line's work before it, which this thread waited
-      // through. Skipping only what had come due, a client woken by its
-      // server's reply paid the server's last credits as they came due,
-      // slowed by the very line it waited for (rpc: -10 points).
-      uint64_t c = credited();
-      if (c > t.pre_block_credited) raise_local(t, t.pre_block_local + (c - t.pre_block_credited));
+      uint64_t g = global();
+      if (g > t.pre_block_global) raise_local(t, t.pre_block_local + (g - t.pre_block_global));
     }
   }
   pay(t);

@@ -29,41 +29,17 @@ namespace coz {
 /// process's own, or (`coz run --system`) one set in memory shared by every
 /// process of the run, so that a sample in one process pauses the threads of
 /// all (system_shared.h). Atomic and address-free: valid in shared memory.
-/// Delays credited but not due yet (docs/delays.md, "Credits come due over
-/// a period"). A sample in the selected line stands for about a period of
-/// the line's CPU time; the pause it asks of the other threads comes due
-/// over the next period, as if the line were still running, instead of all
-/// at once: a 250 us lump between two hand-offs of 10 us each made a
-/// pipeline's producer run free, then stop, while the sped-up program's
-/// producer keeps pace item by item. Concurrent credits add up: `pending`
-/// comes due at `pending / length_ns` from the last credit. Written by
-/// sample handlers and the profiler thread under a try-lock (a credit that
-/// finds it held is due at once, as before ramps), read under a seqlock.
-struct CreditRamp {
-  std::atomic<uint64_t> length_ns{0};  // over how long a credit comes due; 0: at once
-  std::atomic<uint32_t> writer{0};     // held while `version` is odd
-  std::atomic<uint64_t> version{0};
-  std::atomic<uint64_t> pending{0};    // credited, not yet due at `start_ns`
-  std::atomic<uint64_t> start_ns{0};
-  std::atomic<uint64_t> rate_q32{0};   // ns coming due per ns, 32.32 fixed point
-};
-
-/// The counts every thread of an experiment compares itself with. A
-/// process's own, or (`coz run --system`) one set in memory shared by every
-/// process of the run, so that a sample in one process pauses the threads of
-/// all (system_shared.h). Atomic and address-free: valid in shared memory.
 struct LedgerCounts {
-  std::atomic<uint64_t> global{0};  // credited and due (the ramp's part once it came due)
+  std::atomic<uint64_t> global{0};
   std::atomic<uint64_t> forgive_below{0};
   std::atomic<uint64_t> delay_per_sample{0};
-  CreditRamp ramp;
 };
 
 /// One thread's side of the ledger. Written by its own thread and by that
 /// thread's signal handler, so every update is an atomic read-modify-write.
 struct ThreadLedger {
   std::atomic<uint64_t> local{0};        // delay paid or credited, ns
-  uint64_t pre_block_credited = 0;       // delays credited (due or not) when the thread last blocked
+  uint64_t pre_block_global = 0;         // global count when the thread last blocked
   uint64_t pre_block_local = 0;          // its own local count then
   uint64_t pre_wait_debt = 0;            // debt carried into a lock wait (pre_lock_wait)
   uint64_t pre_wait_ns = 0;              // when that wait began
@@ -76,11 +52,8 @@ class DelayLedger {
  public:
   /// Sleeps about `ns` and returns the ns that really passed.
   using SleepFn = uint64_t (*)(uint64_t ns);
-  /// CLOCK_MONOTONIC, ns (a fake one in tests).
-  using NowFn = uint64_t (*)();
 
-  explicit DelayLedger(SleepFn sleep, NowFn now = &monotonic_now) : sleep_(sleep), now_(now) {}
-  /// How payments pause from now on (at start-up, before any thread pays).
+  explicit DelayLedger(SleepFn sleep) : sleep_(sleep) {}
 
   /// Counts kept in `shared` from now on instead of this ledger's own (at
   /// start-up, before any thread compares itself with them).
@@ -88,23 +61,16 @@ class DelayLedger {
   bool counts_shared() const { return counts_ != &own_; }
 
   // ---- experiment control (profiler thread) ----
-  /// Starts crediting `delay_per_sample_ns` per selected sample (0 for a 0%
-  /// experiment), each coming due over `ramp_ns` (0: at once; CreditRamp).
-  void begin_experiment(uint64_t delay_per_sample_ns, uint64_t ramp_ns = 0);
-  /// Stops crediting; everything credited is due from now.
+  /// Starts crediting `delay_per_sample_ns` per selected sample (0 for a 0% experiment).
+  void begin_experiment(uint64_t delay_per_sample_ns);
   void end_experiment();
-  /// Delays due now: credited, and come due if they came on a ramp.
-  uint64_t global() const;
-  /// Every delay credited so far, due or still on the ramp: what a thread
-  /// woken by another skips, in full, for the time it waited.
-  uint64_t credited() const;
+  uint64_t global() const { return counts_->global.load(std::memory_order_acquire); }
   uint64_t delay_per_sample() const { return counts_->delay_per_sample.load(std::memory_order_relaxed); }
   /// Whether delays credited since the last experiment began may still be
   /// owed: during an experiment that inserts delays, and after it until the
   /// next one forgives them. A waker's credit matters only then.
   bool delays_outstanding() const {
-    return counts_->global.load(std::memory_order_acquire) > counts_->forgive_below.load(std::memory_order_acquire) ||
-           counts_->ramp.pending.load(std::memory_order_acquire) > 0;
+    return counts_->global.load(std::memory_order_acquire) > counts_->forgive_below.load(std::memory_order_acquire);
   }
   /// Total ns this process's threads have spent paying delays (its own,
   /// even where the counts are shared).
@@ -172,7 +138,7 @@ class DelayLedger {
   void post_block(ThreadLedger& t, bool skip);
   /// Whether delays were credited since the thread blocked: only then does it
   /// matter who ended the wait (a thread woken without, pays nothing either way).
-  bool accrued_while_blocked(const ThreadLedger& t) const { return credited() > t.pre_block_credited; }
+  bool accrued_while_blocked(const ThreadLedger& t) const { return global() > t.pre_block_global; }
   /// Before waiting for a mutex that another thread holds: notes the debt
   /// instead of paying it. Paid first, it kept the thread out of the queue:
   /// with every waiter paying at once, the lock was sometimes released to no
@@ -194,11 +160,6 @@ class DelayLedger {
     return t.busy.load(std::memory_order_relaxed) || t.blocked.load(std::memory_order_relaxed);
   }
   void forgive_old_debt(ThreadLedger& t) const;
-  /// Adds `d` to the credits, on the ramp when there is one.
-  void add_credit(uint64_t d);
-  /// Makes everything on the ramp due now.
-  void release_ramp();
-  static uint64_t monotonic_now();
   /// Global count less what the thread paid or was forgiven; reads only.
   uint64_t debt(const ThreadLedger& t) const {
     uint64_t paid = std::max(t.local.load(std::memory_order_relaxed), counts_->forgive_below.load(std::memory_order_acquire));
@@ -210,7 +171,6 @@ class DelayLedger {
   LedgerCounts* counts_ = &own_;
   std::atomic<uint64_t> total_paused_{0};
   SleepFn sleep_;
-  NowFn now_;
 };
 
 }  // namespace coz

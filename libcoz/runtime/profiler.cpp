@@ -548,8 +548,7 @@ void Profiler::begin(const ExperimentChoice& choice) {
   rt_.points.for_each([](ProgressPoint& p) { open_window(p); });
   rt_.experiment.selected_samples.store(0, std::memory_order_relaxed);
   if (system_) system_->announce_selection(choice.name, period);
-  static const bool proto_ramp = getenv("COZ_PROTO_RAMP") != nullptr;  // PROTOTYPE
-  rt_.ledger.begin_experiment(ExperimentScheduler::delay_per_sample(speedup, period), proto_ramp ? period : 0);
+  rt_.ledger.begin_experiment(ExperimentScheduler::delay_per_sample(speedup, period));
   rt_.experiment.selected.store(line, std::memory_order_release);
   if (system_) system_->announce(true);
 }
