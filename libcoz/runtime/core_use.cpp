@@ -13,18 +13,17 @@
 namespace coz {
 namespace {
 
-/// "CPU_NS RUN_DELAY_NS TIMESLICES" from /proc/self/task/TID/schedstat.
-bool read_schedstat(int tid, uint64_t& cpu_ns, uint64_t& waiting_ns) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
-  const long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[96];
-  const long n = sys::raw_syscall6(SYS_read, fd, reinterpret_cast<long>(buf), sizeof buf - 1);
-  sys::raw_syscall6(SYS_close, fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  const char* p = buf;
+/// How many threads hold a schedstat file (ThreadState::schedstat_fd);
+/// under thread_list_lock.
+size_t g_open_files = 0;
+
+/// At most this many files open at once (above the program's descriptors,
+/// which they take none of, but under a limit the runtime cannot raise they
+/// count against it). A crowd beyond it is read through the threads that
+/// hold one.
+constexpr size_t max_open_files = 2 * CoreUseSnapshot::max_threads;
+
+bool parse_schedstat(const char* p, uint64_t& cpu_ns, uint64_t& waiting_ns) {
   uint64_t fields[2] = {0, 0};
   for (uint64_t& field : fields) {
     while (*p == ' ') ++p;
@@ -36,30 +35,83 @@ bool read_schedstat(int tid, uint64_t& cpu_ns, uint64_t& waiting_ns) {
   return true;
 }
 
+/// "CPU_NS RUN_DELAY_NS TIMESLICES" of thread `t`, under thread_list_lock.
+/// Opening a file takes the lowest free number for a moment: a program that
+/// closes and reopens a file while the runtime works would get another
+/// number (OwnershipTest). So each thread's file is opened once, moved above
+/// the program's reach (descriptors::adopt), and re-read from offset 0.
+///
+/// In a descriptor table of the runtime's own (docs/descriptors.md) no
+/// number is the program's, and a thread that exits could not close a file
+/// of that table: each read opens and closes its file there.
+bool read_schedstat(ThreadState& t, uint64_t& cpu_ns, uint64_t& waiting_ns) {
+  if (descriptors::own_table()) {
+    char path[64], buf[96];
+    std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", t.tid);
+    return sys::read_small_file(path, buf, sizeof buf) > 0 && parse_schedstat(buf, cpu_ns, waiting_ns);
+  }
+  if (t.schedstat_fd < 0) {
+    if (g_open_files >= max_open_files) return false;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", t.tid);
+    const long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    t.schedstat_fd = descriptors::adopt(static_cast<int>(fd));
+    ++g_open_files;
+  }
+  char buf[96];
+  const long n = sys::raw_syscall6(SYS_pread64, t.schedstat_fd, reinterpret_cast<long>(buf), sizeof buf - 1, 0);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return parse_schedstat(buf, cpu_ns, waiting_ns);
+}
+
 }  // namespace
 
 void snapshot_core_use(CoreUseSnapshot& out) {
   static size_t rotation = 0;  // the profiler thread's: which subset of a crowd is read next
   out.count = 0;
   out.scale = 1;
-  out.taken_ns = sys::monotonic_ns();
   if (!descriptors::usable_here()) return;
-  int tids[CoreUseSnapshot::max_threads];
-  size_t listed = 0, total = 0;
-  {
-    FutexGuard guard(thread_list_lock());
-    total = static_cast<size_t>(thread_list_end() - thread_list_begin());
-    const size_t first = total > CoreUseSnapshot::max_threads ? rotation++ % total : 0;
-    for (size_t i = 0; i < total && listed < CoreUseSnapshot::max_threads; ++i)
-      tids[listed++] = thread_list_begin()[(first + i) % total]->tid;
-  }
-  for (size_t i = 0; i < listed; ++i) {
+  FutexGuard guard(thread_list_lock());
+  out.taken_ns = sys::monotonic_ns();
+  const size_t total = static_cast<size_t>(thread_list_end() - thread_list_begin());
+  const size_t first = total > CoreUseSnapshot::max_threads ? rotation++ % total : 0;
+  for (size_t i = 0; i < total && out.count < CoreUseSnapshot::max_threads; ++i) {
+    ThreadState& t = *thread_list_begin()[(first + i) % total];
     CoreUseSnapshot::Entry& e = out.entries[out.count];
-    e.tid = tids[i];
-    if (read_schedstat(e.tid, e.cpu_ns, e.waiting_ns)) ++out.count;
+    e.tid = t.tid;
+    if (read_schedstat(t, e.cpu_ns, e.waiting_ns)) ++out.count;
   }
-  if (out.count > 0) out.scale = static_cast<double>(total) / static_cast<double>(listed);
+  if (out.count > 0) out.scale = static_cast<double>(total) / static_cast<double>(out.count);
 }
+
+void snapshot_core_use_again(const CoreUseSnapshot& begin, CoreUseSnapshot& out) {
+  out.count = 0;
+  out.scale = begin.scale;
+  if (!descriptors::usable_here()) return;
+  FutexGuard guard(thread_list_lock());
+  out.taken_ns = sys::monotonic_ns();
+  for (ThreadState* const* it = thread_list_begin(); it != thread_list_end(); ++it) {
+    ThreadState& t = **it;
+    if (t.schedstat_fd < 0) continue;
+    for (size_t j = 0; j < begin.count; ++j) {
+      if (begin.entries[j].tid != t.tid) continue;
+      CoreUseSnapshot::Entry& e = out.entries[out.count];
+      e.tid = t.tid;
+      if (read_schedstat(t, e.cpu_ns, e.waiting_ns)) ++out.count;
+      break;
+    }
+  }
+}
+
+void close_core_use_file(ThreadState& t) {
+  if (t.schedstat_fd < 0) return;
+  descriptors::close_own(t.schedstat_fd);
+  t.schedstat_fd = -1;
+  --g_open_files;
+}
+
 
 CoreUse core_use_between(const CoreUseSnapshot& begin, const CoreUseSnapshot& end) {
   CoreUse use;

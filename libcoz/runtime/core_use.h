@@ -35,8 +35,18 @@ struct CoreUse {
 };
 
 /// Reads the counters of the registered threads. Profiler thread only
-/// (opens /proc files; takes the thread list's lock).
+/// (keeps their /proc files open, above the program's descriptors; takes
+/// the thread list's lock).
 void snapshot_core_use(CoreUseSnapshot& out);
+
+/// Reads the counters of the threads `begin` read, again (a crowd's
+/// rotating subset stays the same across an experiment). Profiler thread only.
+void snapshot_core_use_again(const CoreUseSnapshot& begin, CoreUseSnapshot& out);
+
+struct ThreadState;
+/// Closes the thread's schedstat file as it leaves the thread list, or as a
+/// forked child forgets the parent's threads (under the list's lock).
+void close_core_use_file(ThreadState& t);
 
 /// What the threads read in `begin` did until `end` (same tids; a thread
 /// that exited meanwhile counts nothing, one started meanwhile is not read).

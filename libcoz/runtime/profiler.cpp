@@ -617,7 +617,7 @@ bool Profiler::end(ExperimentResult& result) {
   result.end_ns = now - rt_.start_ns;
   {
     static CoreUseSnapshot ended;  // the profiler thread's (too large for its stack frame to want)
-    snapshot_core_use(ended);
+    snapshot_core_use_again(running_.core_use, ended);
     const CoreUse use = core_use_between(running_.core_use, ended);
     result.cores_busy = use.cores_busy;
     result.waiting_for_core = use.waiting_for_core;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "breakpoints.h"
+#include "core_use.h"
 #include "descriptors.h"
 #include "no_destroy.h"
 #include "log.h"
@@ -108,6 +109,8 @@ int live_thread_count() { return g_live_threads.load(std::memory_order_acquire);
 void reset_live_threads_after_fork() {
   g_live_threads.store(tls_thread ? 1 : 0, std::memory_order_release);
   FutexGuard guard(g_list_lock);
+  // The threads' schedstat files name the parent's threads.
+  for (ThreadState* t : g_threads) close_core_use_file(*t);
   g_threads.clear();  // only the forking thread exists here
   if (tls_thread) g_threads.push_back(tls_thread);
 }
@@ -132,6 +135,7 @@ void reset_live_threads_after_fork() {
       }
     }
     if (rt) close_thread_breakpoints(rt->breakpoints, *t);
+    close_core_use_file(*t);
   }
   stop_sampling(*t);
   tls_thread = nullptr;

@@ -26,6 +26,10 @@ struct ThreadState {
   ThreadLedger ledger;
   int tid = 0;
   int perf_fd = -1;
+  // Its /proc schedstat file, opened by the profiler thread the first time
+  // it reads the thread (core_use.cpp) and closed as the thread leaves the
+  // list; both under thread_list_lock. -1: not open.
+  int schedstat_fd = -1;
   // False until the first sample (which comes after a random phase), and
   // after hurry_next_sample: the signal handler then sets the regular period.
   std::atomic<bool> regular_period{false};
