@@ -366,6 +366,7 @@ Summary summarize(const std::vector<LineRow>& rows, double truth_max_half_width)
   for (const LineRow& row : rows) {
     ++s.rows;
     if (row.label != "absent" && row.label != "failed") ++s.verdict_rows;
+    if (row.label == "positive" || row.label == "negative" || row.label == "no-effect") ++s.confident_rows;
     if (row.false_verdict()) ++s.false_verdicts;
     if (std::isnan(row.predicted)) continue;
     ++s.predicted_rows;
@@ -386,8 +387,8 @@ std::vector<std::string> Summary::lines() const {
                   steady_rows, share(within, steady_rows)),
       fmt::format("coverage: {} of {} predicted rows ({}; target >= 90%)", covered, predicted_rows,
                   share(covered, predicted_rows)),
-      fmt::format("false verdicts in default runs: {} of {} lines with a verdict (target 0)", false_verdicts,
-                  verdict_rows),
+      fmt::format("false verdicts in default runs: {} of {} confident verdicts, over {} lines judged (target 0)",
+                  false_verdicts, confident_rows, verdict_rows),
       fmt::format("rows: {} ({} without a prediction, {} with a truth wider than the bound, listed apart)", rows,
                   rows - predicted_rows, predicted_rows - steady_rows),
       fmt::format("programs the report did not call contended (threads waiting for cores): within 5 points {} of {} "

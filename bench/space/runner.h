@@ -67,6 +67,7 @@ struct LineRow {
 
 struct Summary {
   int rows = 0, steady_rows = 0, within = 0, covered = 0, predicted_rows = 0, false_verdicts = 0, verdict_rows = 0;
+  int confident_rows = 0;  // labelled positive, negative or no-effect
   // The same over the rows of programs whose report did not call them contended.
   int open_steady_rows = 0, open_within = 0, open_predicted_rows = 0, open_covered = 0;
   std::vector<std::string> lines() const;  // "within 5 points: 95 of 100 (95.0%)", ...
