@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "analysis.h"
+#include "coz_report.h"
 #include "file_line.h"
 
 namespace coz_bench {
@@ -161,18 +162,7 @@ double plain_metric(const Config& config, const BenchProgram& program, const std
 
 std::optional<json::Value> report_json(const Config& config, const std::string& profile, std::string& error,
                                        int nice) {
-  RunOptions options;
-  options.nice = nice;
-  options.capture_stdout = true;
-  options.timeout_s = 120;
-  const RunResult r = run_process({config.coz, "report", "--json", profile}, options);
-  if (!r.ok()) {
-    error = "coz report --json: " + r.describe();
-    return std::nullopt;
-  }
-  std::optional<json::Value> v = json::parse(r.stdout_text, error);
-  if (!v) error = "coz report --json: " + error;
-  return v;
+  return coz_report_json(config.coz, profile, error, nice);
 }
 
 }  // namespace coz_bench

@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "coz_report.h"
 #include "json.h"
 #include "process.h"
 #include "stats.h"
@@ -180,17 +181,7 @@ void take_known_truths(const std::vector<LineRow>& known, std::vector<LineRow>& 
 }
 
 std::optional<json::Value> report(const RunnerConfig& config, const std::string& profile, std::string& error) {
-  RunOptions o;
-  o.capture_stdout = true;
-  o.timeout_s = 120;
-  const RunResult r = run_process({config.coz, "report", "--json", profile}, o);
-  if (!r.ok()) {
-    error = "coz report --json: " + r.describe();
-    return std::nullopt;
-  }
-  std::optional<json::Value> v = json::parse(r.stdout_text, error);
-  if (!v) error = "coz report --json: " + error;
-  return v;
+  return coz_bench::coz_report_json(config.coz, profile, error);
 }
 
 const json::Value* find_effect(const json::Value& analysis, const std::string& location) {
