@@ -469,7 +469,8 @@ def analyze(prof, halves=True, baseline="local"):
                     continue
                 R = ratio(c); r = R / R0e; ps = 1.0 - r
                 bound, bounded = NAN, False  # section 5.1
-                if b > 0 and kind == "throughput" and point["cores"] is not None and not math.isnan(eff["cpu_share"]):
+                if b > 0 and kind == "throughput" and point["contended"] and point["cores"] is not None \
+                        and not math.isnan(eff["cpu_share"]):
                     bound = 1.0 - (point["cores_busy"] / float(point["cores"])) * (1.0 - (b / 20) * eff["cpu_share"])
                     if ps > bound:
                         ps, r, bounded = bound, 1.0 - bound, True
@@ -487,7 +488,7 @@ def analyze(prof, halves=True, baseline="local"):
                     se = r * math.sqrt(phi * (1.0 / c["x"] + 1.0 / X0e))
                 high = ps + Z * se
                 if not math.isnan(bound) and not math.isnan(se):
-                    high = bound if point["contended"] else min(high, bound)
+                    high = bound
                 eff["curve"].append(dict(line_speedup=b / 20, program_speedup=ps, se=se, low=ps - Z * se,
                                          high=high, experiments=c["n"], visits=c["x"],
                                          duration_ns=c["d"], value_ns=R, bound=bound, bounded=bounded))

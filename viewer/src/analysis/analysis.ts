@@ -391,9 +391,10 @@ function summarizeCores(p: PointData, summary: PointSummary) {
   summary.contended = summary.waiting_for_core >= contendedWaitingThreads;
 }
 
-/** §5.1: the most program speedup the cores allow at line speedup s for a line of CPU share f; null when unknown or for latency. */
+/** §5.1: the most program speedup the cores allow at line speedup s for a line of CPU share f, in a contended point; null elsewhere, when unknown or for latency. */
 function coreBound(summary: PointSummary, s: number, f: number | null): number | null {
-  if (summary.kind !== "throughput" || summary.cores === null || summary.cores_busy === null || f === null) return null;
+  if (summary.kind !== "throughput" || !summary.contended || summary.cores === null || summary.cores_busy === null || f === null)
+    return null;
   return 1 - (summary.cores_busy / summary.cores) * (1 - s * f);
 }
 
@@ -509,7 +510,7 @@ function makeEffect(
         point.se = se;
         point.low = point.program_speedup - z95 * se;
         point.high = point.program_speedup + z95 * se;
-        if (point.bound !== null) point.high = summary.contended ? point.bound : Math.min(point.high, point.bound);
+        if (point.bound !== null) point.high = point.bound;
       }
       measured.push(point);
       ratios.push(r);
