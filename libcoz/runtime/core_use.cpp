@@ -23,19 +23,19 @@ size_t g_open_files = 0;
 /// hold one.
 constexpr size_t max_open_files = 2 * CoreUseSnapshot::max_threads;
 
-bool parse_schedstat(const char* p, uint64_t& cpu_ns, uint64_t& waiting_ns) {
+/// The second field of "CPU_NS RUN_DELAY_NS TIMESLICES".
+bool parse_run_delay(const char* p, uint64_t& waiting_ns) {
   uint64_t fields[2] = {0, 0};
   for (uint64_t& field : fields) {
     while (*p == ' ') ++p;
     if (*p < '0' || *p > '9') return false;
     while (*p >= '0' && *p <= '9') field = field * 10 + static_cast<uint64_t>(*p++ - '0');
   }
-  cpu_ns = fields[0];
   waiting_ns = fields[1];
   return true;
 }
 
-/// "CPU_NS RUN_DELAY_NS TIMESLICES" of thread `t`, under thread_list_lock.
+/// The run delay of thread `t` from its schedstat file, under thread_list_lock.
 /// Opening a file takes the lowest free number for a moment: a program that
 /// closes and reopens a file while the runtime works would get another
 /// number (OwnershipTest). So each thread's file is opened once, moved above
@@ -44,16 +44,15 @@ bool parse_schedstat(const char* p, uint64_t& cpu_ns, uint64_t& waiting_ns) {
 /// In a descriptor table of the runtime's own (docs/descriptors.md) no
 /// number is the program's, and a thread that exits could not close a file
 /// of that table: each read opens and closes its file there.
-bool read_schedstat(ThreadState& t, uint64_t& cpu_ns, uint64_t& waiting_ns) {
+bool read_run_delay(ThreadState& t, uint64_t& waiting_ns) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", t.tid);
   if (descriptors::own_table()) {
-    char path[64], buf[96];
-    std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", t.tid);
-    return sys::read_small_file(path, buf, sizeof buf) > 0 && parse_schedstat(buf, cpu_ns, waiting_ns);
+    char buf[96];
+    return sys::read_small_file(path, buf, sizeof buf) > 0 && parse_run_delay(buf, waiting_ns);
   }
   if (t.schedstat_fd < 0) {
     if (g_open_files >= max_open_files) return false;
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", t.tid);
     const long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     t.schedstat_fd = descriptors::adopt(static_cast<int>(fd));
@@ -63,7 +62,7 @@ bool read_schedstat(ThreadState& t, uint64_t& cpu_ns, uint64_t& waiting_ns) {
   const long n = sys::raw_syscall6(SYS_pread64, t.schedstat_fd, reinterpret_cast<long>(buf), sizeof buf - 1, 0);
   if (n <= 0) return false;
   buf[n] = '\0';
-  return parse_schedstat(buf, cpu_ns, waiting_ns);
+  return parse_run_delay(buf, waiting_ns);
 }
 
 }  // namespace
@@ -81,7 +80,7 @@ void snapshot_core_use(CoreUseSnapshot& out) {
     ThreadState& t = *thread_list_begin()[(first + i) % total];
     CoreUseSnapshot::Entry& e = out.entries[out.count];
     e.tid = t.tid;
-    if (read_schedstat(t, e.cpu_ns, e.waiting_ns)) ++out.count;
+    if (read_run_delay(t, e.waiting_ns)) ++out.count;
   }
   if (out.count > 0) out.scale = static_cast<double>(total) / static_cast<double>(out.count);
 }
@@ -99,7 +98,7 @@ void snapshot_core_use_again(const CoreUseSnapshot& begin, CoreUseSnapshot& out)
       if (begin.entries[j].tid != t.tid) continue;
       CoreUseSnapshot::Entry& e = out.entries[out.count];
       e.tid = t.tid;
-      if (read_schedstat(t, e.cpu_ns, e.waiting_ns)) ++out.count;
+      if (read_run_delay(t, e.waiting_ns)) ++out.count;
       break;
     }
   }
@@ -113,24 +112,20 @@ void close_core_use_file(ThreadState& t) {
 }
 
 
-CoreUse core_use_between(const CoreUseSnapshot& begin, const CoreUseSnapshot& end) {
-  CoreUse use;
+double waiting_for_core_between(const CoreUseSnapshot& begin, const CoreUseSnapshot& end) {
   const uint64_t wall = end.taken_ns > begin.taken_ns ? end.taken_ns - begin.taken_ns : 0;
-  if (begin.count == 0 || end.count == 0 || wall == 0) return use;
-  double cpu = 0, waiting = 0;
+  if (begin.count == 0 || end.count == 0 || wall == 0) return -1;
+  double waiting = 0;
   for (size_t i = 0; i < end.count; ++i) {
     const CoreUseSnapshot::Entry& e = end.entries[i];
     for (size_t j = 0; j < begin.count; ++j) {
       const CoreUseSnapshot::Entry& b = begin.entries[j];
       if (b.tid != e.tid) continue;
-      if (e.cpu_ns >= b.cpu_ns) cpu += static_cast<double>(e.cpu_ns - b.cpu_ns);
       if (e.waiting_ns >= b.waiting_ns) waiting += static_cast<double>(e.waiting_ns - b.waiting_ns);
       break;
     }
   }
-  use.cores_busy = cpu * begin.scale / static_cast<double>(wall);
-  use.waiting_for_core = waiting * begin.scale / static_cast<double>(wall);
-  return use;
+  return waiting * begin.scale / static_cast<double>(wall);
 }
 
 int usable_cpus() {

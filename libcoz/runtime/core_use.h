@@ -1,6 +1,6 @@
 // What the program's threads did with the cores during an experiment: their
-// CPU time, and their time ready to run but waiting for a core (the
-// kernel's schedstat run_delay). A program whose threads wait for cores can
+// time ready to run but waiting for a core (the kernel's schedstat
+// run_delay; the cores they kept busy come from the process's CPU time). A program whose threads wait for cores can
 // speed up when a line frees a core for them, which pausing the other
 // threads does not reproduce: the report says so for such a program
 // (docs/analysis.md section 5.1).
@@ -18,20 +18,12 @@ struct CoreUseSnapshot {
   static constexpr size_t max_threads = 32;
   struct Entry {
     int tid = 0;
-    uint64_t cpu_ns = 0;
     uint64_t waiting_ns = 0;
   };
   Entry entries[max_threads];
   size_t count = 0;
   double scale = 1;  // registered threads / threads read
   uint64_t taken_ns = 0;
-};
-
-/// Means over an interval: cores the threads kept busy, and threads that
-/// waited for a core (both in units of whole threads, e.g. 1.6 and 0.4).
-struct CoreUse {
-  double cores_busy = -1;        // negative: not measured (no schedstat here)
-  double waiting_for_core = -1;
 };
 
 /// Reads the counters of the registered threads. Profiler thread only
@@ -48,9 +40,11 @@ struct ThreadState;
 /// forked child forgets the parent's threads (under the list's lock).
 void close_core_use_file(ThreadState& t);
 
-/// What the threads read in `begin` did until `end` (same tids; a thread
-/// that exited meanwhile counts nothing, one started meanwhile is not read).
-CoreUse core_use_between(const CoreUseSnapshot& begin, const CoreUseSnapshot& end);
+/// Threads that waited for a core between `begin` and `end`, on average (in
+/// whole threads, e.g. 0.4; same tids: a thread that exited meanwhile counts
+/// nothing, one started meanwhile is not read); negative when not measured
+/// (no schedstat here).
+double waiting_for_core_between(const CoreUseSnapshot& begin, const CoreUseSnapshot& end);
 
 /// CPUs this process may run on (its affinity mask); 0 if unknown.
 int usable_cpus();

@@ -616,20 +616,19 @@ bool Profiler::end(ExperimentResult& result) {
   result.pid = sys::getpid();
   result.end_ns = now - rt_.start_ns;
   rt_.points.for_each([&](ProgressPoint& p) { result.points.push_back(close_window(p, result.duration_ns, wall)); });
+  const uint64_t cpu = sys::process_cpu_ns() - running_.start_cpu_ns;
   {
     // After the windows close: the program's progress while the files are
     // read would count without its time (short_threads' task_b, a line
-    // without effect, read +13% and +16%).
+    // without effect, read +13% and +16%). Threads waiting from the files of
+    // those that lived through it; cores busy from the process's CPU time,
+    // which counts the threads that started or ended meanwhile
+    // (short_threads' never outlive an experiment: their files read 0.02).
     static CoreUseSnapshot ended;  // the profiler thread's (too large for its stack frame to want)
     snapshot_core_use_again(running_.core_use, ended);
-    const CoreUse use = core_use_between(running_.core_use, ended);
-    // Cores busy from the process's CPU time, which counts the threads that
-    // started or ended meanwhile (short_threads' never outlive an
-    // experiment: their files read 0.02 cores busy); threads waiting from
-    // the files of those that lived through it.
-    result.cores_busy = use.cores_busy < 0 || wall == 0 ? use.cores_busy
-                        : static_cast<double>(sys::process_cpu_ns() - running_.start_cpu_ns) / static_cast<double>(wall);
-    result.waiting_for_core = use.waiting_for_core;
+    result.waiting_for_core = waiting_for_core_between(running_.core_use, ended);
+    if (result.waiting_for_core >= 0 && wall > 0)
+      result.cores_busy = static_cast<double>(cpu) / static_cast<double>(wall);
     result.cores = usable_cpus();
   }
   running_.active = false;
@@ -642,7 +641,7 @@ bool Profiler::end(ExperimentResult& result) {
     ++unrecorded_.before_progress;
     return false;
   }
-  if (waited_for_the_world(result, wall, sys::process_cpu_ns() - running_.start_cpu_ns)) {
+  if (waited_for_the_world(result, wall, cpu)) {
     ++unrecorded_.idle;
     return false;
   }

@@ -55,7 +55,7 @@ class Profiler {
     uint64_t last_poll_ns = 0;  // for the time-weighted in-flight average
     uint64_t start_cpu_ns = 0;  // the process's CPU time at the start (waited_for_the_world)
     bool after_first_progress = false;  // a point had been reached when it began (any_progress_yet)
-    CoreUseSnapshot core_use;  // the threads' CPU and runqueue counters as it began
+    CoreUseSnapshot core_use;  // the threads' runqueue counters as it began
   };
 
   static void* thread_main(void* self);
