@@ -7,7 +7,10 @@
 // Each round, the waker spins 20 ms on the selected line (fixed at 50%, so
 // ~10 ms of delay accrue that every other thread owes), then wakes the
 // waiter, which then works 3 ms and reports the "extra" ms the round took
-// beyond that. Woken by a thread of the program, the waiter claims the
+// beyond that, less the time it waited for a core. (Counted in, a busy
+// machine read as paying: with two spinning processes beside it, kinds woken
+// by the program paid in 105 to 186 of 416 rounds, at this commit and before
+// the runtime read cores alike; left out, 0 to 1.) Woken by a thread of the program, the waiter claims the
 // waker's credit: extra ~0.1 ms in every round. Woken from outside, it pays
 // the ~10 ms, except in 0% experiments (a quarter) and rounds cut by an
 // experiment's end: half of the rounds on average, with a wide spread.
@@ -138,15 +141,24 @@ TEST_F(WakeTest, WaiterWokenByProgramThreadClaimsCreditAndOutsidePays) {
 
 // The timer fallback (perf_event refused): samples come from CPU-time timers,
 // whose signals can arrive inside a system call; no wait may fail with EINTR
-// because of them (wake_kinds exits 1 on any failed call).
+// because of them (wake_kinds exits 1 on any failed call). Its payers are
+// held as above, and like them run again when a hypervisor's steal may have
+// made them wrong: CI failed here with 16 rounds paid of 416 (ppoll_pipe 3,
+// select_pipe 4), and on this VM runs under ~7% steal paid in 10 to 15.
 TEST_F(WakeTest, TimerFallbackNeverInterruptsWaits) {
   std::vector<std::string> options = {"-b", "*/wake_kinds", "--fixed-line", marked_line("wake_kinds.c", "selected"),
                                       "--fixed-speedup", "50"};
-  ProcessResult result =
-      coz_run(scratch_.file("profile.coz"), options, {NO_PERF_LAUNCHER_EXE, WAKE_KINDS_EXE}, scratch_);
-  ASSERT_TRUE(result.exited && result.exit_status == 0) << describe(result);
-  ASSERT_NE(result.err.find("CPU-time timers"), std::string::npos) << result.err;
-  expect_right_payers(parse(result.out));
+  std::map<std::string, Rounds> kinds;
+  again_under_steal("wake_kinds under the timer fallback", [&](int) {
+    ProcessResult result =
+        coz_run(scratch_.file("profile.coz"), options, {NO_PERF_LAUNCHER_EXE, WAKE_KINDS_EXE}, scratch_);
+    EXPECT_TRUE(result.exited && result.exit_status == 0) << describe(result);
+    EXPECT_NE(result.err.find("CPU-time timers"), std::string::npos) << result.err;
+    kinds = parse(result.out);
+    const std::optional<analysis::Profile> profile = read_profile(scratch_.file("profile.coz"));
+    return AttemptVerdict{payer_problems(kinds).empty(), profile ? profile->sampling.steal_share() : 0.0};
+  });
+  expect_right_payers(kinds);
 }
 
 }  // namespace
