@@ -26,10 +26,11 @@ std::map<std::pair<std::string, PointKind>, std::vector<const LineEffect*>> by_p
 }
 
 PointSettling settle_point(const std::string& name, PointKind kind, const std::vector<const LineEffect*>& ranked,
-                           size_t top) {
+                           size_t top, bool contended) {
   PointSettling p;
   p.point = name;
   p.kind = kind;
+  p.contended = contended;
   for (const LineEffect* e : ranked) {
     if (settled_label(e->label)) ++p.settled;
     else if (e->label != Label::Unmeasured) ++p.open;
@@ -64,7 +65,9 @@ PointSettling settle_point(const std::string& name, PointKind kind, const std::v
       block(e);
     }
   }
-  p.top_settled = p.blocking.empty();
+  // A contended point's lines get no verdict, however many experiments: its
+  // answer is never settled (its estimates still narrow as the run goes on).
+  p.top_settled = p.blocking.empty() && !contended;
   return p;
 }
 
@@ -94,8 +97,13 @@ Settling settle_state(const Analysis& analysis, size_t top) {
   top = std::max<size_t>(top, 1);
   bool any_measured = false;
   s.settled = true;
+  std::set<std::pair<std::string, PointKind>> contended;
+  for (const PointSummary& p : analysis.points) {
+    if (p.contended) contended.insert({p.name, p.kind});
+  }
   for (const auto& [key, ranked] : by_point(analysis)) {
-    PointSettling p = settle_point(key.first, key.second, ranked, top);
+    PointSettling p = settle_point(key.first, key.second, ranked, top, contended.count(key) > 0);
+    s.contended = s.contended || p.contended;
     any_measured = any_measured || !ranked.empty();
     s.settled = s.settled && p.top_settled && !ranked.empty();
     s.experiments_to_settle += p.experiments_to_settle;

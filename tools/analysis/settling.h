@@ -44,12 +44,14 @@ struct PointSettling {
   std::vector<std::string> blocking;
   size_t thin_blocking = 0;  // of `blocking`, those short of min_settle_experiments measured
   uint64_t experiments_to_settle = 0;  // summed over `blocking` (each capped)
+  bool contended = false;  // threads waited for a core: no verdicts, never settled
   bool top_settled = false;
 };
 
 struct Settling {
   std::vector<PointSettling> points;
   bool settled = false;  // some point measured, and every point's top N settled
+  bool contended = false;  // some point is contended (docs/analysis.md section 5.1)
   uint64_t experiments_to_settle = 0;
 };
 

@@ -43,6 +43,8 @@ std::string format_status(const StatusInput& in, size_t width) {
                                       : fmt::format(" | experiments stopped ({})", in.stopped);
     } else if (in.state->settled) {
       text += fmt::format(" | top {} settled", in.top);
+    } else if (in.state->contended) {
+      text += " | cores contended: no verdicts";
     } else if (in.seconds_left) {
       text += fmt::format(" | ~{} left", analysis::format_settle_time(*in.seconds_left));
     }
