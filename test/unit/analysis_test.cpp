@@ -465,10 +465,11 @@ TEST(Intervals, LabelsAndExperimentsNeeded) {
   EXPECT_GE(thin->experiments_needed.value_or(0), 6u) << "at least the 6 it lacks";
   const LineEffect* und = find(a, "und.c:1");
   ASSERT_EQ(und->label, Label::Undecided) << und->impact << " +- " << z95 * und->impact_se;
-  // Section 7: excluding 0 at the level of the next BH discovery (m = 3 tested, R = 1),
-  // or settling within +-h; and at least the 9 measured experiments it lacks.
-  double zn = upper_quantile_approx((2 * false_discovery_rate) / (2.0 * 3));
-  double qe = zn * und->impact_se / std::abs(und->impact), qh = z95 * und->impact_se / settle_half_width;
+  // Section 7: its confidence sequence excluding 0 at the e-BH level of a next
+  // discovery (m = 3 tested, R = 1: 2 * 0.05 / 3), or settling within +-h
+  // (the sequence at 10%); and at least the 9 measured experiments it lacks.
+  double qe = anytime_half_width(und->impact_se, (2 * false_discovery_rate) / 3) / std::abs(und->impact);
+  double qh = anytime_half_width(und->impact_se, 2.0 * false_discovery_rate) / settle_half_width;
   double f = std::min(qe * qe, qh * qh);
   EXPECT_EQ(und->experiments_needed, std::max<uint64_t>(static_cast<uint64_t>(std::ceil(1 * (f - 1))), 9u));
 }
@@ -638,6 +639,7 @@ TEST(LocalBaseline, IntervalsCoverTheTruthAcrossARegimeSwitch) {
   // experiments lean to one half. Against the pool they read as slowdowns.
   std::mt19937_64 rng(7);
   int covered[2] = {0, 0}, lines = 0;
+  double lean_local = 0, lean_pooled = 0;
   for (int rep = 0; rep < 40; ++rep) {
     ProfileBuilder b;
     for (int i = 0; i < 200; ++i) {
@@ -656,10 +658,20 @@ TEST(LocalBaseline, IntervalsCoverTheTruthAcrossARegimeSwitch) {
       const LineEffect* p = find(pooled, line);
       covered[0] += l->impact_low <= 0 && 0 <= l->impact_high;
       covered[1] += p->impact_low <= 0 && 0 <= p->impact_high;
+      if (std::string(line) == "lean.c:1") {
+        lean_local += l->impact / 40;
+        lean_pooled += p->impact / 40;
+      }
     }
   }
   EXPECT_GE(covered[0], lines * 85 / 100) << covered[0] << " of " << lines;
-  EXPECT_LT(covered[1], lines / 2) << covered[1] << " of " << lines;
+  // Against the pool the leaning line reads as a slowdown. (Its intervals
+  // now widen with its own spread, docs/analysis.md section 3, and hold 0
+  // anyway: before that, fewer than half of the pooled ones did.)
+  std::cerr << "lean.c: mean impact " << lean_local << " local, " << lean_pooled << " pooled; pooled intervals hold 0 in "
+            << covered[1] << " of " << lines << "\n";
+  EXPECT_LT(std::abs(lean_local), 0.05);
+  EXPECT_LT(lean_pooled, -0.15);
 }
 
 // --- the conventional profile ---

@@ -1,11 +1,12 @@
-// Tests of the verdicts (docs/analysis.md sections 7-8): the two numeric
-// approximations, Benjamini-Hochberg over a point's lines, the thin-line
-// rule, and the ranking by conservative bounds. analysis_test and the shared
+// Tests of the verdicts (docs/analysis.md sections 7-8): the confidence
+// sequences and e-values, e-BH over a point's
+// lines, the thin-line rule, and the ranking by conservative bounds. analysis_test and the shared
 // vectors cover the same code through analyze().
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,8 @@ LineEffect tested_effect(const std::string& line, double impact, double se, uint
   e.measured = true;
   e.impact = impact;
   e.impact_se = se;
-  e.impact_low = impact - z95 * se;
-  e.impact_high = impact + z95 * se;
+  e.impact_low = impact - anytime_half_width(se, false_discovery_rate);
+  e.impact_high = impact + anytime_half_width(se, false_discovery_rate);
   e.slope = 2 * impact;  // a straight curve over 0..100%: its effect at 50% is its impact
   e.max_effect = impact;
   e.measured_experiments = measured_experiments;
@@ -37,45 +38,78 @@ PointSummary decide_all(std::vector<LineEffect>& effects) {
   return point;
 }
 
-TEST(Verdicts, ErfcApproximationIsWithinItsStatedError) {
-  for (double x = 0.0; x <= 6.0; x += 0.01) {
-    double exact = std::erfc(x);
-    EXPECT_LE(std::abs(erfc_approx(x) - exact) / exact, 1.3e-7) << x;
+TEST(Verdicts, TheConfidenceSequenceIsTheNormalMixtureBoundary) {
+  // se 0.04: u = (0.05 / 0.04)^2 = 1.5625, sqrt(1.64 * log(2.5625 / 0.0025)) = 3.3718.
+  EXPECT_NEAR(anytime_half_width(0.04, 0.05), 0.13487306353563067, 1e-12);
+  EXPECT_EQ(anytime_half_width(0.0, 0.05), 0.0);
+  EXPECT_TRUE(std::isnan(anytime_half_width(std::nan(""), 0.05)));
+  // The e-value reaches 1/alpha exactly where the sequence at alpha reaches 0.
+  for (double se : {0.001, 0.01, 0.04, 0.2}) {
+    for (double alpha : {0.0005, 0.05, 0.1}) {
+      EXPECT_NEAR(log_e_value(anytime_half_width(se, alpha), se), std::log(1.0 / alpha), 1e-9) << se << " " << alpha;
+    }
   }
+  EXPECT_GT(anytime_half_width(0.01, 0.05), z95 * 0.01) << "wider than a single look's interval";
 }
 
-TEST(Verdicts, UpperQuantileInvertsTheNormalTail) {
-  for (double q : {1e-12, 1e-9, 1e-6, 1e-4, 1e-3, 0.01, 0.0242, 0.02425, 0.025, 0.1, 0.3, 0.5}) {
-    double z = upper_quantile_approx(q);
-    double tail = 0.5 * std::erfc(z / std::sqrt(2.0));
-    EXPECT_NEAR(tail / q, 1.0, 1e-7) << q;
+// Why: a user (or --until-settled) looks at the estimate again and again.
+// A null effect estimated from a growing sample, looked at after every
+// observation up to 1,000: the single-look 95% interval leaves 0 at some
+// look in a third or more of the paths; the confidence sequence in at most
+// its 5%.
+TEST(Verdicts, TheSequenceHoldsHoweverOftenOneLooks) {
+  std::mt19937_64 rng(49);
+  std::normal_distribution<double> noise(0.0, 0.3);
+  const int paths = 2000, looks = 1000;
+  int crossed_fixed = 0, crossed_sequence = 0;
+  for (int path = 0; path < paths; ++path) {
+    double sum = 0.0;
+    bool fixed = false, sequence = false;
+    for (int n = 1; n <= looks; ++n) {
+      sum += noise(rng);
+      const double mean = sum / n, se = 0.3 / std::sqrt(static_cast<double>(n));
+      fixed = fixed || std::abs(mean) > z95 * se;
+      sequence = sequence || std::abs(mean) > anytime_half_width(se, false_discovery_rate);
+    }
+    crossed_fixed += fixed;
+    crossed_sequence += sequence;
   }
-  EXPECT_NEAR(upper_quantile_approx(0.025), z95, 1e-8);
+  EXPECT_GT(crossed_fixed, paths / 4) << "optional stopping with a fixed interval";
+  EXPECT_LE(crossed_sequence, paths * 5 / 100);
 }
 
 TEST(Verdicts, OneClearLineAloneIsADiscovery) {
-  std::vector<LineEffect> effects{tested_effect("a.c:1", 0.10, 0.04)};  // z = 2.5, p = 0.012
+  std::vector<LineEffect> effects{tested_effect("a.c:1", 0.20, 0.04)};  // z = 5
   PointSummary point = decide_all(effects);
   EXPECT_EQ(point.tested, 1u);
   EXPECT_EQ(point.discoveries, 1u);
   EXPECT_EQ(effects[0].label, Label::Positive);
-  EXPECT_NEAR(point.adjusted_z, z95, 1e-8);  // R = m: the adjusted interval is the 95% one
-  EXPECT_NEAR(effects[0].adjusted_low, 0.10 - z95 * 0.04, 1e-9);
+  EXPECT_NEAR(point.adjusted_level, 0.05, 1e-12);  // R = m: the adjusted interval is the 95% sequence
+  EXPECT_NEAR(effects[0].adjusted_low, 0.20 - 0.13487306353563067, 1e-9);
+  EXPECT_NEAR(effects[0].p_value, std::exp(-log_e_value(0.20, 0.04)), 1e-15);
+}
+
+TEST(Verdicts, AOnceSignificantLineIsNotADiscoveryAtAFixedLooksLevel) {
+  // z = 2.5: a single look's 95% interval excludes 0; the sequence does not.
+  std::vector<LineEffect> effects{tested_effect("a.c:1", 0.10, 0.04)};
+  PointSummary point = decide_all(effects);
+  EXPECT_EQ(point.discoveries, 0u);
+  EXPECT_EQ(effects[0].label, Label::Undecided);
 }
 
 TEST(Verdicts, TheSameLineAmongAHundredNullLinesIsUndecided) {
-  std::vector<LineEffect> effects{tested_effect("a.c:1", 0.10, 0.04)};
+  std::vector<LineEffect> effects{tested_effect("a.c:1", 0.20, 0.04)};
   for (int i = 0; i < 99; ++i) effects.push_back(tested_effect("null.c:" + std::to_string(i), 0.0, 0.04));
   PointSummary point = decide_all(effects);
   EXPECT_EQ(point.tested, 100u);
-  EXPECT_EQ(point.discoveries, 0u);
-  EXPECT_TRUE(std::isnan(point.adjusted_z));
-  EXPECT_GT(effects[0].impact_low, 0.0) << "its own 95% interval excludes 0";
+  EXPECT_EQ(point.discoveries, 0u);  // log e = 7.15 < log(100 / 0.05) = 7.60
+  EXPECT_TRUE(std::isnan(point.adjusted_level));
+  EXPECT_GT(effects[0].impact_low, 0.0) << "its own 95% sequence excludes 0";
   EXPECT_EQ(effects[0].label, Label::Undecided);
   EXPECT_TRUE(std::isnan(effects[0].adjusted_low));
-  // Not "+1": it needs |impact| / se >= 3.48 (the first BH threshold of 100,
-  // P(Z > z) = 0.05 / 200): f = (3.48 * 0.04 / 0.10)^2 = 1.94, 24 * 0.94 -> 23.
-  EXPECT_EQ(effects[0].experiments_needed.value_or(0), 23u);
+  // It needs its sequence at 0.05 / 100 to exclude 0: half-width 0.2058 for
+  // 0.20, f = 1.029^2 = 1.059, 24 * 0.059 -> 2.
+  EXPECT_EQ(effects[0].experiments_needed.value_or(0), 2u);
 }
 
 TEST(Verdicts, ThinLinesGetNoVerdictHoweverStrong) {
@@ -90,21 +124,28 @@ TEST(Verdicts, ThinLinesGetNoVerdictHoweverStrong) {
   EXPECT_LT(effects[0].p_value, 1e-6) << "the p-value is still reported";
 }
 
-TEST(Verdicts, BenjaminiHochbergStepsUp) {
-  // m = 10, alpha k / m = 0.005 k. p-values ~0.001, 0.008 pass (k = 1, 2); ~0.039 and
-  // ~0.041 do not (0.015, 0.02); the rest are null.
-  std::vector<LineEffect> effects{tested_effect("a.c:1", 3.29, 1.0), tested_effect("a.c:2", 2.65, 1.0),
-                                  tested_effect("a.c:3", 2.06, 1.0), tested_effect("a.c:4", -2.04, 1.0)};
-  for (int i = 0; i < 6; ++i) effects.push_back(tested_effect("null.c:" + std::to_string(i), 0.5, 1.0));
-  PointSummary point = decide_all(effects);
-  EXPECT_EQ(point.discoveries, 2u);
-  EXPECT_NEAR(point.adjusted_z, 2.5758293035489, 1e-6);  // P(Z > z) = 2 * 0.05 / 20
-  EXPECT_EQ(effects[0].label, Label::Positive);
-  EXPECT_EQ(effects[1].label, Label::Positive);
-  EXPECT_EQ(effects[2].label, Label::Undecided);
-  EXPECT_EQ(effects[3].label, Label::Undecided);
-  EXPECT_NEAR(effects[1].adjusted_low, 2.65 - 2.5758293035489, 1e-6);
-  EXPECT_NEAR(effects[0].p_value, std::erfc(3.29 / std::sqrt(2.0)), 1e-9);
+TEST(Verdicts, EBhStepsUp) {
+  // m = 10, se 0.05 (u = 1): the k-th largest e-value must reach 10 / (0.05 k).
+  // z = 5.0, 4.5, 4.2, 4.15 give log e = 5.90, 4.72, 4.06, 3.96 against
+  // 5.30, 4.61, 4.20, 3.91: the third alone fails, the fourth takes it in.
+  auto run = [](double fourth) {
+    std::vector<LineEffect> effects{tested_effect("a.c:1", 5.0 * 0.05, 0.05), tested_effect("a.c:2", 4.5 * 0.05, 0.05),
+                                    tested_effect("a.c:3", 4.2 * 0.05, 0.05),
+                                    tested_effect("a.c:4", -fourth * 0.05, 0.05)};
+    for (int i = 0; i < 6; ++i) effects.push_back(tested_effect("null.c:" + std::to_string(i), 0.5 * 0.05, 0.05));
+    PointSummary point = decide_all(effects);
+    return std::make_pair(point, effects);
+  };
+  auto [point, effects] = run(4.15);
+  EXPECT_EQ(point.discoveries, 4u);
+  EXPECT_NEAR(point.adjusted_level, 0.02, 1e-12);
+  EXPECT_EQ(effects[2].label, Label::Positive);
+  EXPECT_EQ(effects[3].label, Label::Negative);
+  EXPECT_NEAR(effects[1].adjusted_low, 0.018636325975037005, 1e-9);
+  EXPECT_EQ(effects[4].label, Label::Undecided);
+  auto [fewer, effects2] = run(4.10);  // 3.86 < 3.91: back to the two that pass alone
+  EXPECT_EQ(fewer.discoveries, 2u);
+  EXPECT_EQ(effects2[2].label, Label::Undecided);
 }
 
 TEST(Verdicts, ADiscoveryOfExactlyZeroIsNeitherFasterNorSlower) {
@@ -145,9 +186,11 @@ TEST(Verdicts, TheBandIsReadAtAFiftyPercentSpeedupWhateverWasMeasured) {
 }
 
 TEST(Verdicts, ANarrowEstimateOutsideTheBandThatIsNoDiscoveryIsUndecided) {
-  // +3% +-2.4% (z 2.5) among many null lines: no discovery after BH, and not small enough to be none.
+  // +3% +-2.4% (z 2.5) among many null lines: no discovery, and not small
+  // enough to be none. The null lines' sequences at 10% (two one-sided tests
+  // at 5%) are +-2.3%, within the band.
   std::vector<LineEffect> effects{tested_effect("a.c:1", 0.03, 0.012)};
-  for (int i = 0; i < 60; ++i) effects.push_back(tested_effect("null.c:" + std::to_string(i), 0.001, 0.01));
+  for (int i = 0; i < 60; ++i) effects.push_back(tested_effect("null.c:" + std::to_string(i), 0.001, 0.008));
   PointSummary point = decide_all(effects);
   EXPECT_EQ(point.discoveries, 0u);
   EXPECT_EQ(effects[0].label, Label::Undecided);
@@ -157,8 +200,8 @@ TEST(Verdicts, ANarrowEstimateOutsideTheBandThatIsNoDiscoveryIsUndecided) {
 
 TEST(Verdicts, RankingIsByGroupThenConservativeBound) {
   std::vector<LineEffect> effects{
-      tested_effect("wide.c:1", 0.50, 0.15),       // larger estimate, wide: adjusted low ~0.21
-      tested_effect("tight.c:1", 0.30, 0.01),      // smaller, tight: adjusted low ~0.28
+      tested_effect("wide.c:1", 0.50, 0.08),       // larger estimate, wide: adjusted low ~0.08
+      tested_effect("tight.c:1", 0.30, 0.01),      // smaller, tight: adjusted low ~0.27
       tested_effect("none.c:1", 0.001, 0.005),     // no effect
       tested_effect("maybe.c:1", 0.20, 0.15),      // undecided, low ~ -0.09
       tested_effect("thin.c:1", 0.90, 0.01, 2),    // undecided (thin), low ~0.88: still after maybe.c

@@ -24,38 +24,46 @@ ALPHA = 0.05   # false discovery rate (section 7)
 N_MIN = 10     # measured experiments before any verdict
 CONTENDED = 0.1  # threads waiting for a core that make a point contended (section 5.1)
 K_LOCAL = 8    # neighbours of the local baseline (section 4)
+MIX = 0.05     # the scale of the normal mixture behind the confidence sequences (section 7)
+PRIOR_DOF = 10.0  # a line's own dispersion is shrunk toward its point's with this many dof (section 3)
 BASELINES = ("local", "pooled", "line")
 NAN = float("nan")
 
-# Acklam's coefficients (section 7, "The two approximations")
-A = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-     1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00)
-B = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-     6.680131188771972e+01, -1.328068155288572e+01)
-C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-     -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00)
-D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
-     3.754408661907416e+00)
+def anytime_half_width(se, alpha):
+    """Section 7: the half-width of the two-sided confidence sequence at level alpha
+    (normal mixture): se * sqrt((1 + 1/u) * log((1 + u) / alpha^2)), u = (MIX / se)^2."""
+    if se is None or math.isnan(se):
+        return NAN
+    if se <= 0:
+        return 0.0
+    u = (MIX / se) * (MIX / se)
+    return se * math.sqrt((1.0 + 1.0 / u) * math.log((1.0 + u) / (alpha * alpha)))
 
 
-def erfc_approx(x):
-    t = 1 / (1 + 0.5 * x)
-    return t * math.exp(-x * x - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418
-                        + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587
-                        + t * (-0.82215223 + t * 0.17087277)))))))))
+def log_e_value(est, se):
+    """Section 7: the log e-value of "no effect" (the normal-mixture likelihood ratio)."""
+    if se == 0:
+        return 0.0 if est == 0 else math.inf
+    u = (MIX / se) * (MIX / se)
+    z = est / se
+    return z * z * u / (2.0 * (1.0 + u)) - 0.5 * math.log(1.0 + u)
 
 
-def upper_quantile_approx(q):
-    if q < 0.02425:
-        u = math.sqrt(-2 * math.log(q))
-        lower = ((((((C[0] * u + C[1]) * u + C[2]) * u + C[3]) * u + C[4]) * u + C[5])
-                 / ((((D[0] * u + D[1]) * u + D[2]) * u + D[3]) * u + 1))
-    else:
-        v = q - 0.5
-        w = v * v
-        lower = ((((((A[0] * w + A[1]) * w + A[2]) * w + A[3]) * w + A[4]) * w + A[5]) * v
-                 / (((((B[0] * w + B[1]) * w + B[2]) * w + B[3]) * w + B[4]) * w + 1))
-    return -lower
+def p_of_log_e(le):
+    """The anytime-valid p-value: min(1, 1/e)."""
+    return 1.0 if -le > 700 else min(1.0, math.exp(-le))
+
+
+def line_dispersion(phi, sums):
+    """Section 3: the point's phi, or the line's own (shrunk toward it) when larger."""
+    if math.isnan(phi):
+        return NAN
+    if sums is None:
+        return phi
+    dof = sums["n"] - len(sums["buckets"])
+    if dof <= 0:
+        return phi
+    return max(phi, (sums["s"] + PRIOR_DOF * phi) / (dof + PRIOR_DOF))
 
 
 def parse_count(v):
@@ -264,33 +272,37 @@ def callees(stacks):
 
 
 def verdicts(point, effs):
-    """Section 7: Benjamini-Hochberg over the point's tested effects, then labels."""
+    """Section 7: e-BH over the point's tested effects' e-values, then labels."""
     tested = [e for e in effs if e["p_value"] is not None]
-    eligible = sorted(e["p_value"] for e in tested if e["measured_experiments"] >= N_MIN)
+    log_e = {id(e): log_e_value(e["impact"], e["impact_se"]) for e in tested}
+    eligible = sorted((log_e[id(e)] for e in tested if e["measured_experiments"] >= N_MIN), reverse=True)
     m, R = len(tested), 0
-    for k, p in enumerate(eligible, 1):
-        if p <= (k * ALPHA) / m:
+    for k, le in enumerate(eligible, 1):
+        if le >= math.log(m / (k * ALPHA)):
             R = k
-    zr = upper_quantile_approx((R * ALPHA) / (2 * m)) if R > 0 else None
-    point.update(tested=m, discoveries=R, adjusted_z=zr)
+    level = (R * ALPHA) / m if R > 0 else None
+    point.update(tested=m, discoveries=R, adjusted_level=level)
+    level_next = ((R + 1) * ALPHA) / m if m > 0 else ALPHA
     for e in tested:
         iv, ise = e["impact"], e["impact_se"]
         material = not (abs(e["slope"]) * 0.5 < H)  # NaN: material
-        discovery = R > 0 and e["measured_experiments"] >= N_MIN and e["p_value"] <= eligible[R - 1]
+        discovery = R > 0 and e["measured_experiments"] >= N_MIN and log_e[id(e)] >= eligible[R - 1]
         if discovery:
-            e["adjusted_low"], e["adjusted_high"] = iv - zr * ise, iv + zr * ise
+            half = anytime_half_width(ise, level)
+            e["adjusted_low"], e["adjusted_high"] = iv - half, iv + half
+        # "no effect": two one-sided tests at ALPHA, the two-sided sequence at 2 ALPHA
+        half = anytime_half_width(ise, 2.0 * ALPHA)
         if discovery and material:
             e["label"] = "positive" if iv > 0 else "negative"
-        elif e["measured_experiments"] >= N_MIN and not material and Z * ise <= H:
+        elif e["measured_experiments"] >= N_MIN and not material and half <= H:
             e["label"] = "no-effect"
         else:
             e["label"] = "undecided"
         if e["label"] != "undecided":
             e["experiments_needed"] = 0
         else:
-            zn = upper_quantile_approx(((R + 1) * ALPHA) / (2 * m))
-            qe = zn * ise / abs(iv) if abs(iv) > 0 else math.inf
-            qh = Z * ise / H
+            qe = anytime_half_width(ise, level_next) / abs(iv) if abs(iv) > 0 else math.inf
+            qh = half / H
             f = min(qe * qe, qh * qh)
             e["experiments_needed"] = int(min(1e9, max(1, math.ceil(e["experiments"] * (f - 1)),
                                                        N_MIN - e["measured_experiments"])))
@@ -390,6 +402,7 @@ def analyze(prof, halves=True, baseline="local"):
             c = cells.setdefault((line, b), dict(n=0, x=0, y=0.0, d=0, u=0, members=[]))
             c["n"] += 1; c["x"] += x; c["y"] += y; c["d"] += d; c["u"] += u; c["members"].append(i)
         s, N, K = 0.0, 0, set()
+        line_sums = {}  # line -> its sums over its observations at s > 0 (section 3)
         local = baseline == "local" and usable
         for i, (line, b, x, y, d, _) in enumerate(ol):
             c = cells[(line, b)]
@@ -413,6 +426,9 @@ def analyze(prof, halves=True, baseline="local"):
                 if local:
                     t /= 1.0 + x / xloc[i]
             s += t; N += 1; K.add((line, b))
+            if b > 0:
+                o = line_sums.setdefault(line, dict(s=0.0, n=0, buckets=set()))
+                o["s"] += t; o["n"] += 1; o["buckets"].add(b)
         dof = N - len(K)
         phi = s / dof if dof > 0 else NAN
         points.append(dict(name=name, kind=kind, experiments=len(ol), dispersion=phi, dispersion_dof=dof,
@@ -452,9 +468,12 @@ def analyze(prof, halves=True, baseline="local"):
             smp = prof["sampling"]
             eff["cpu_share"] = (float(eff["samples"]) * float(smp["attributed_ns"]) / (float(total) * float(smp["cpu_time_ns"]))
                                 if total > 0 and smp and smp["timed"] > 0 and smp["cpu_time_ns"] > 0 else NAN)
+            eff["dispersion"] = NAN
             effects.append(eff)
             if not usable:
                 continue
+            lphi = line_dispersion(phi, line_sums.get(line))
+            eff["dispersion"] = lphi
             R0e, X0e, src = R0, X0, baseline
             if baseline == "line":
                 own = cells.get((line, 0))
@@ -483,9 +502,9 @@ def analyze(prof, halves=True, baseline="local"):
                     for j in bpos:
                         g = G.get(j, 0.0)
                         V += ol[j][2] * g * g
-                    se = r * math.sqrt(phi * (1.0 / c["x"] + V))
+                    se = r * math.sqrt(lphi * (1.0 / c["x"] + V))
                 else:
-                    se = r * math.sqrt(phi * (1.0 / c["x"] + 1.0 / X0e))
+                    se = r * math.sqrt(lphi * (1.0 / c["x"] + 1.0 / X0e))
                 high = ps + Z * se
                 if not math.isnan(bound) and not math.isnan(se):
                     high = bound
@@ -528,26 +547,24 @@ def analyze(prof, halves=True, baseline="local"):
                         shared += ol[j][2] * h * h
                 else:
                     shared = lin * lin / X0e
-                return v, math.sqrt(phi * (sq + shared)) if not math.isnan(phi) else NAN
+                return v, math.sqrt(lphi * (sq + shared)) if not math.isnan(lphi) else NAN
             iv, ise = comb(trap)
             sv, sse = comb(slope_a)
-            eff.update(impact=iv, impact_se=ise, impact_low=iv - Z * ise, impact_high=iv + Z * ise,
+            half = anytime_half_width(ise, ALPHA)  # the 95% confidence sequence
+            eff.update(impact=iv, impact_se=ise, impact_low=iv - half, impact_high=iv + half,
                        slope=sv, slope_se=sse, slope_low=sv - Z * sse, slope_high=sv + Z * sse,
                        max_effect=max(p[1] for p in meas))
             eff["measured_experiments"] = sum(c["experiments"] for c in eff["curve"] if c["line_speedup"] > 0)
-            if math.isnan(phi):
+            if math.isnan(lphi):
                 eff["label"] = "insufficient-data"
                 continue
-            if ise > 0:
-                eff["p_value"] = erfc_approx(abs(iv) / ise * 0.7071067811865476)
-            else:
-                eff["p_value"] = 1.0 if iv == 0 else 0.0
+            eff["p_value"] = p_of_log_e(log_e_value(iv, ise))  # anytime-valid: 1 / e
         verdicts(points[-1], [e for e in effects if e["point"] == name and e["kind"] == kind])
         if point["contended"]:  # section 5.1: no confident label
             for e in effects:
                 if e["point"] == name and e["kind"] == kind and e["label"] in ("positive", "negative", "no-effect", "undecided"):
                     e.update(label="undecided", experiments_needed=None, adjusted_low=None, adjusted_high=None)
-            point.update(discoveries=0, adjusted_z=None)
+            point.update(discoveries=0, adjusted_level=None)
     effects.sort(key=rank_key)
     lines = sorted(({"location": l, "function": prof["functions"].get(l, ""), "samples": c,
                      "share": c / total if total else 0.0, "callee": top_callees.get(l)}

@@ -119,7 +119,31 @@ struct PointData {
   std::vector<Neighbourhood> local;  // per observation with --baseline local, else empty
   double dispersion = nan;
   int64_t dof = 0;
+  // Pearson's sums over each line's own measured observations (s > 0).
+  struct LineSums {
+    double sum = 0.0;
+    int64_t terms = 0;
+    std::set<int> buckets;
+  };
+  std::map<std::string, LineSums> line_sums;
 };
+
+// The dispersion a line's intervals use (docs/analysis.md section 3): the
+// point's, unless the line's own measured experiments spread more; theirs is
+// shrunk toward the point's as if the point's were line_dispersion_prior_dof
+// more degrees of freedom, so that one wild experiment of a thin line widens
+// its interval without deciding it.
+double line_dispersion(const PointData& d, const std::string& line) {
+  if (std::isnan(d.dispersion)) return nan;
+  auto it = d.line_sums.find(line);
+  if (it == d.line_sums.end()) return d.dispersion;
+  const PointData::LineSums& l = it->second;
+  const int64_t dof = l.terms - static_cast<int64_t>(l.buckets.size());
+  if (dof <= 0) return d.dispersion;
+  const double own = (l.sum + line_dispersion_prior_dof * d.dispersion) /
+                     (static_cast<double>(dof) + line_dispersion_prior_dof);
+  return std::max(d.dispersion, own);
+}
 
 // The `local_neighbours` bucket-0 observations nearest to position `i`, `i`
 // itself excluded; at equal distance the earlier first. Indices into `zero`.
@@ -199,6 +223,12 @@ void estimate_dispersion(PointKind kind, PointData& d) {
     sum += t;
     ++terms;
     cells_with_terms.insert(key);
+    if (o.bucket > 0) {
+      PointData::LineSums& l = d.line_sums[*o.line];
+      l.sum += t;
+      ++l.terms;
+      l.buckets.insert(o.bucket);
+    }
   }
   d.dof = terms - static_cast<int64_t>(cells_with_terms.size());
   d.dispersion = d.dof > 0 ? sum / static_cast<double>(d.dof) : nan;
@@ -296,8 +326,12 @@ std::vector<double> slope_coefficients(const std::vector<Measured>& pts) {
 void summarize_cores(const PointData& d, PointSummary& summary) {
   double weight = 0.0, busy = 0.0, waiting = 0.0;
   uint64_t cores = 0;
-  for (size_t i : d.zero) {
-    const Experiment& e = *d.observations[i].experiment;
+  // Every bucket-0 observation, whatever the baseline (d.zero is filled by
+  // the local one only: with --baseline pooled or line, no point was ever
+  // contended until stop 55).
+  for (const Observation& o : d.observations) {
+    if (o.bucket != 0) continue;
+    const Experiment& e = *o.experiment;
     if (e.cores == 0) continue;
     const double w = static_cast<double>(e.duration_ns);
     cores = std::max(cores, e.cores);
@@ -338,7 +372,7 @@ void withhold_labels(std::vector<LineEffect>& effects, PointSummary& summary) {
     e.adjusted_low = e.adjusted_high = nan;
   }
   summary.discoveries = 0;
-  summary.adjusted_z = nan;
+  summary.adjusted_level = nan;
 }
 
 LineEffect make_effect(const std::string& line, const PointKey& point, const PointData& d,
@@ -377,7 +411,8 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
   }
   const double r0 = base->ratio();
   const double x0 = static_cast<double>(base->x);
-  const double phi = d.dispersion;
+  const double phi = line_dispersion(d, line);
+  eff.dispersion = phi;
   eff.baseline_ns = r0;
 
   std::vector<Measured> measured;
@@ -435,8 +470,10 @@ LineEffect make_effect(const std::string& line, const PointKey& point, const Poi
     Combination slope = combine(measured, slope_coefficients(measured), phi, x0, d);
     eff.impact = impact.value;
     eff.impact_se = impact.se;
-    eff.impact_low = impact.value - z95 * impact.se;
-    eff.impact_high = impact.value + z95 * impact.se;
+    // The 95% confidence sequence: the user and the monitor look many times.
+    const double half = anytime_half_width(impact.se, false_discovery_rate);
+    eff.impact_low = impact.value - half;
+    eff.impact_high = impact.value + half;
     eff.slope = slope.value;
     eff.slope_se = slope.se;
     eff.slope_low = slope.value - z95 * slope.se;

@@ -34,6 +34,9 @@ constexpr size_t stability_top = 5;
 /// The local baseline compares each experiment with this many 0% experiments,
 /// the nearest in time (docs/analysis.md section 4).
 constexpr size_t local_neighbours = 8;
+/// A line's own dispersion is shrunk toward its point's as if the point's
+/// were this many more degrees of freedom (docs/analysis.md section 3).
+constexpr double line_dispersion_prior_dof = 10.0;
 /// experiments_needed is capped here: beyond it the answer is "never", in practice.
 constexpr double max_experiments_needed = 1e9;
 /// A point whose untreated program kept this many threads waiting for a core,
@@ -88,7 +91,7 @@ struct LineEffect {
   std::vector<SpeedupEstimate> curve;  // increasing line_speedup; s = 0 only from the line's own 0% runs
   double impact = 0.0;  // mean program speedup over the measured range (trapezoid)
   double impact_se = 0.0;
-  double impact_low = 0.0;
+  double impact_low = 0.0;   // the 95% confidence sequence: valid at every look
   double impact_high = 0.0;
   double slope = 0.0;  // weighted least squares through the origin; NaN when unmeasured
   double slope_se = 0.0;
@@ -99,7 +102,7 @@ struct LineEffect {
   std::optional<uint64_t> experiments_needed;  // 0 when settled; nullopt when unknowable
   uint64_t measured_experiments = 0;  // experiments of its curve points at s > 0
   uint64_t untreated_experiments = 0;  // at s > 0 without a sample in the line: no delay, counted at 0%
-  double p_value = undefined;       // two-sided, of the impact; NaN when not tested (docs/analysis.md section 7)
+  double p_value = undefined;       // anytime-valid (1 / e-value), of the impact; NaN when not tested (docs/analysis.md section 7)
   double adjusted_low = undefined;  // the discoveries' interval widened for the false discovery rate; NaN otherwise
   double adjusted_high = undefined;
   uint64_t samples = 0;       // samples attributed to the line (conventional profile)
@@ -111,6 +114,7 @@ struct LineEffect {
   BaselineSource baseline = BaselineSource::None;
   double baseline_ns = 0.0;   // R(0) used; NaN without a baseline
   double cpu_share = undefined;  // the line's share of the program's CPU time (section 5.1)
+  double dispersion = undefined;  // the phi its intervals use: its point's, or more (section 3)
 };
 
 /// Per progress point: the noise estimate and the pooled baseline.
@@ -125,7 +129,7 @@ struct PointSummary {
   uint64_t baseline_visits = 0;   // X(0)
   uint64_t tested = 0;            // effects with an interval: the false discovery family
   uint64_t discoveries = 0;       // effects labelled positive or negative
-  double adjusted_z = undefined;  // the discoveries' z; NaN without discoveries
+  double adjusted_level = undefined;  // discoveries * alpha / tested: the level of the discoveries' intervals; NaN without
   // The cores over its 0% experiments (section 5.1); NaN / 0 without core figures.
   uint64_t cores = 0;
   double cores_busy = undefined;

@@ -208,6 +208,7 @@ void effect(Json& j, const LineEffect& e) {
   j.newline(5);
   j.field("measured", e.measured).field("baseline", to_string(e.baseline)).field("baseline_ns", e.baseline_ns);
   j.field("cpu_share", e.cpu_share);
+  j.field("dispersion", e.dispersion);
   j.newline(5);
   j.array("curve", e.curve, 7, [&](const SpeedupEstimate& p) { curve_point(j, p); });
   j.close('}');
@@ -220,7 +221,7 @@ void point_summary(Json& j, const PointSummary& p) {
   j.key("dispersion_dof").signed_integer(p.dispersion_dof);
   j.field("baseline_ns", p.baseline_ns).field("baseline_experiments", p.baseline_experiments);
   j.field("baseline_visits", p.baseline_visits);
-  j.field("tested", p.tested).field("discoveries", p.discoveries).field("adjusted_z", p.adjusted_z);
+  j.field("tested", p.tested).field("discoveries", p.discoveries).field("adjusted_level", p.adjusted_level);
   j.key("cores");
   if (p.cores > 0) j.integer(p.cores);
   else j.null();

@@ -488,8 +488,9 @@ class Writer {
   void footer() {
     if (!a_.effects.empty()) {
       out_ << paint(wrap("impact: mean program speedup over the measured line speedups, ± the half-width of its "
-                         "95% interval, widened for the lines that speed up or slow the program so that at most "
-                         "5% of such verdicts are expected to be wrong however many lines were tested (lines "
+                         "95% confidence sequence (valid however often the run is looked at), widened for the lines "
+                         "that speed up or slow the program so that at most 5% of such verdicts are expected to be "
+                         "wrong however many lines were tested and whenever the run was stopped (lines "
                          "are ranked by its conservative end); @N%: program speedup with the line N% faster; "
                          "samples: share of the conventional profile. \"no effect\" and \"? +N exps\": no "
                          "measurable effect; \"no effect\" is within ±2.5% at a 50% line speedup, and known that closely, \"? +N exps\" is "

@@ -13,19 +13,13 @@ namespace {
 
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
-// The two-sided normal p-value of an estimate and its standard error.
-double p_value(double estimate, double se) {
-  if (se == 0.0) return estimate == 0.0 ? 1.0 : 0.0;
-  double z = std::abs(estimate) / se;
-  return erfc_approx(z * 0.7071067811865476);
-}
-
 bool tested(const LineEffect& e) { return e.measured && !std::isnan(e.impact_se); }
 
 bool eligible(const LineEffect& e) { return tested(e) && e.measured_experiments >= min_settle_experiments; }
 
-/// `z_next`: the |impact| / se an undecided line needs to join the discoveries.
-void set_label(LineEffect& e, bool discovery, double z_next) {
+/// `level_next`: the level at which an undecided line's confidence sequence
+/// must exclude 0 for it to join the discoveries.
+void set_label(LineEffect& e, bool discovery, double level_next) {
   if (!e.measured) {
     e.label = Label::Unmeasured;
     return;
@@ -34,7 +28,9 @@ void set_label(LineEffect& e, bool discovery, double z_next) {
     e.label = Label::InsufficientData;
     return;
   }
-  double half = z95 * e.impact_se;
+  // "No effect" is an equivalence: two one-sided tests, each at the false
+  // discovery rate, so the two-sided sequence at twice it.
+  double half = anytime_half_width(e.impact_se, 2.0 * false_discovery_rate);
   // An effect inside the no-effect band is none, however sure: a real
   // program's virtual speedups carry biases of a percent or two (a pause's
   // own cost), which enough experiments make significant. Its size is read
@@ -56,9 +52,11 @@ void set_label(LineEffect& e, bool discovery, double z_next) {
   // How many more experiments, at this line's current split, until the
   // interval excludes 0 at the level of a discovery or is narrower than
   // +-settle_half_width; a thin line needs at least its missing measured
-  // experiments.
+  // experiments. (The boundaries' z at today's standard error: it grows
+  // slowly, as the log of the experiments, so this is a little short.)
   double magnitude = std::abs(e.impact);
-  double qe = magnitude > 0.0 ? z_next * e.impact_se / magnitude : std::numeric_limits<double>::infinity();
+  double qe = magnitude > 0.0 ? anytime_half_width(e.impact_se, level_next) / magnitude
+                              : std::numeric_limits<double>::infinity();
   double qh = half / settle_half_width;
   double f = std::min(qe * qe, qh * qh);
   double needed = std::ceil(static_cast<double>(e.experiments) * (f - 1.0));
@@ -94,79 +92,61 @@ double rank_bound(const LineEffect& e) {
 
 }  // namespace
 
-double erfc_approx(double x) {
-  double t = 1.0 / (1.0 + 0.5 * x);
-  return t * std::exp(-x * x - 1.26551223 +
-                      t * (1.00002368 +
-                           t * (0.37409196 +
-                                t * (0.09678418 +
-                                     t * (-0.18628806 +
-                                          t * (0.27886807 +
-                                               t * (-1.13520398 +
-                                                    t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+double anytime_half_width(double se, double alpha) {
+  if (std::isnan(se)) return nan;
+  if (se <= 0.0) return 0.0;
+  double u = (mixture_scale / se) * (mixture_scale / se);
+  return se * std::sqrt((1.0 + 1.0 / u) * std::log((1.0 + u) / (alpha * alpha)));
 }
 
-double upper_quantile_approx(double q) {
-  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                                 1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
-  static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                                 6.680131188771972e+01,  -1.328068155288572e+01};
-  static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                                 -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
-  static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
-                                 3.754408661907416e+00};
-  double lower;
-  if (q < 0.02425) {
-    double u = std::sqrt(-2.0 * std::log(q));
-    lower = (((((c[0] * u + c[1]) * u + c[2]) * u + c[3]) * u + c[4]) * u + c[5]) /
-            ((((d[0] * u + d[1]) * u + d[2]) * u + d[3]) * u + 1.0);
-  } else {
-    double v = q - 0.5;
-    double w = v * v;
-    lower = (((((a[0] * w + a[1]) * w + a[2]) * w + a[3]) * w + a[4]) * w + a[5]) * v /
-            (((((b[0] * w + b[1]) * w + b[2]) * w + b[3]) * w + b[4]) * w + 1.0);
-  }
-  return -lower;
+double log_e_value(double estimate, double se) {
+  if (se == 0.0) return estimate == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
+  double u = (mixture_scale / se) * (mixture_scale / se);
+  double z = estimate / se;
+  return z * z * u / (2.0 * (1.0 + u)) - 0.5 * std::log(1.0 + u);
 }
 
 void decide(std::vector<LineEffect>& effects, PointSummary& point) {
   // An undefined dispersion leaves every impact_se NaN: nothing is tested.
-  std::vector<double> eligible_p;
+  std::vector<double> eligible_log_e;
+  std::vector<double> log_e(effects.size(), -std::numeric_limits<double>::infinity());
   uint64_t m = 0;
-  for (LineEffect& e : effects) {
+  for (size_t i = 0; i < effects.size(); ++i) {
+    LineEffect& e = effects[i];
     e.p_value = nan;
     e.adjusted_low = e.adjusted_high = nan;
     if (!tested(e)) continue;
     ++m;
-    e.p_value = p_value(e.impact, e.impact_se);
-    if (eligible(e)) eligible_p.push_back(e.p_value);
+    log_e[i] = log_e_value(e.impact, e.impact_se);
+    e.p_value = std::min(1.0, std::exp(-log_e[i]));  // anytime-valid: 1/e
+    if (eligible(e)) eligible_log_e.push_back(log_e[i]);
   }
-  std::sort(eligible_p.begin(), eligible_p.end());
-  // Benjamini-Hochberg: the largest k with p_(k) <= k * alpha / m.
+  std::sort(eligible_log_e.begin(), eligible_log_e.end(), std::greater<>());
+  // e-BH: the largest k whose k-th largest e-value is at least m / (alpha * k).
   size_t discoveries = 0;
-  for (size_t k = 1; k <= eligible_p.size(); ++k) {
-    double threshold = (static_cast<double>(k) * false_discovery_rate) / static_cast<double>(m);
-    if (eligible_p[k - 1] <= threshold) discoveries = k;
+  for (size_t k = 1; k <= eligible_log_e.size(); ++k) {
+    double threshold = std::log(static_cast<double>(m) / (static_cast<double>(k) * false_discovery_rate));
+    if (eligible_log_e[k - 1] >= threshold) discoveries = k;
   }
   point.tested = m;
   point.discoveries = discoveries;
-  point.adjusted_z = nan;
-  double cutoff = -1.0;
+  point.adjusted_level = nan;
+  double cutoff = std::numeric_limits<double>::infinity();
   if (discoveries > 0) {
-    cutoff = eligible_p[discoveries - 1];
-    point.adjusted_z = upper_quantile_approx((static_cast<double>(discoveries) * false_discovery_rate) /
-                                             (2.0 * static_cast<double>(m)));
+    cutoff = eligible_log_e[discoveries - 1];
+    point.adjusted_level = (static_cast<double>(discoveries) * false_discovery_rate) / static_cast<double>(m);
   }
-  double z_next = m > 0 ? upper_quantile_approx((static_cast<double>(discoveries + 1) * false_discovery_rate) /
-                                                (2.0 * static_cast<double>(m)))
-                        : z95;
-  for (LineEffect& e : effects) {
-    bool discovery = eligible(e) && e.p_value <= cutoff;
+  double level_next = m > 0 ? (static_cast<double>(discoveries + 1) * false_discovery_rate) / static_cast<double>(m)
+                            : false_discovery_rate;
+  for (size_t i = 0; i < effects.size(); ++i) {
+    LineEffect& e = effects[i];
+    bool discovery = eligible(e) && log_e[i] >= cutoff;
     if (discovery) {
-      e.adjusted_low = e.impact - point.adjusted_z * e.impact_se;
-      e.adjusted_high = e.impact + point.adjusted_z * e.impact_se;
+      double half = anytime_half_width(e.impact_se, point.adjusted_level);
+      e.adjusted_low = e.impact - half;
+      e.adjusted_high = e.impact + half;
     }
-    set_label(e, discovery, z_next);
+    set_label(e, discovery, level_next);
   }
 }
 

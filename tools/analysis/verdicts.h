@@ -1,6 +1,7 @@
 // Verdicts over all the lines of a progress point (docs/analysis.md sections
-// 7-8): p-values, Benjamini-Hochberg false discovery control, the widened
-// intervals of the discoveries, labels, experiments needed, and the ranking.
+// 7-8): anytime-valid e-values and confidence sequences, e-BH false discovery
+// control, the widened intervals of the discoveries, labels, experiments
+// needed, and the ranking.
 // The viewer mirrors it in viewer/src/analysis/verdicts.ts.
 #pragma once
 
@@ -15,11 +16,21 @@ constexpr double false_discovery_rate = 0.05;
 /// Measured experiments a line needs before it gets any verdict.
 constexpr uint64_t min_settle_experiments = 10;
 
-/// erfc(x) for x >= 0 by a Chebyshev fit (relative error < 1.2e-7): the
-/// same expression, in the same order, as the viewer's.
-double erfc_approx(double x);
-/// The z with P(Z > z) = q, for 0 < q <= 0.5 (Acklam's approximation).
-double upper_quantile_approx(double q);
+/// The scale of the normal mixture behind every confidence sequence (in
+/// program speedup): the boundary is tightest where an impact's standard
+/// error is near it, a few points, where verdicts are reached.
+constexpr double mixture_scale = 0.05;
+
+/// The half-width of a time-uniform (anytime-valid) two-sided confidence
+/// sequence at level `alpha` around an estimate with standard error `se`:
+/// se * sqrt((1 + 1/u) * log((1 + u) / alpha^2)), u = (mixture_scale / se)^2,
+/// the normal-mixture boundary. Such intervals hold the truth at every look
+/// at once with probability 1 - alpha. 0 when se is 0; NaN when se is NaN.
+double anytime_half_width(double se, double alpha);
+/// The logarithm of the e-value of "no effect" for an estimate and its
+/// standard error: the normal-mixture likelihood ratio. It is at least
+/// log(1/alpha) exactly when |estimate| >= anytime_half_width(se, alpha).
+double log_e_value(double estimate, double se);
 
 /// Labels, p-values and adjusted intervals for `effects`, all the effects of
 /// one progress point (before any filtering); fills the point's summary.

@@ -14,7 +14,6 @@ import {
   stealShare,
   secondsPerExperiment,
   settleHalfWidth,
-  z95,
 } from "./analysis/analysis";
 import { Callee, flameTree, parseStackFrame, splitLocation } from "./analysis/conventional";
 import { emptyProfile, formatWarning, mergeProfile, Profile, readProfile } from "./analysis/profile";
@@ -46,6 +45,8 @@ const lowCoverage = 0.5; // below this share of CPU time attributed to lines, th
 const highSteal = 0.02; // from this share of the machine's time taken by a hypervisor, it warns (as `coz report` does)
 const maxNeededCounted = 10000; // experiments counted per undecided line in "to settle" (as in `coz report`): one hopeless line must not swamp the sum
 const fdr = `${falseDiscoveryRate * 100}%`; // the false discovery rate, as text
+// A confidence level as a percentage, two significant digits: 0.008 -> "0.8%", 0.05 -> "5%".
+const levelText = (level: number) => `${Number((level * 100).toPrecision(2))}%`;
 
 const state = {
   files: [] as LoadedFile[],
@@ -517,7 +518,7 @@ function verdict(e: LineEffect, p: PointSummary | undefined): { text: string; wh
     case "negative":
       return { text: "speeding it up slows the program down", why: `Its adjusted interval is below 0 at a ${fdr} false discovery rate${tested}.` };
     case "no-effect":
-      return { text: "no measurable effect", why: `Its effect at a 50% line speedup is estimated within ±${settleHalfWidth * 100}%, and its impact known to within ±${settleHalfWidth * 100}% (95% interval): too small to be worth a change, even where the interval excludes 0.` };
+      return { text: "no measurable effect", why: `Its effect at a 50% line speedup is estimated within ±${settleHalfWidth * 100}%, and its impact known to within ±${settleHalfWidth * 100}% (its 90% confidence sequence: two one-sided tests at 5%): too small to be worth a change, even where the interval excludes 0.` };
     case "undecided":
       if (undecidable(e)) {
         return {
@@ -535,8 +536,8 @@ function verdict(e: LineEffect, p: PointSummary | undefined): { text: string; wh
         text: "no measurable effect yet",
         why:
           e.impact_low !== null && e.impact_high !== null && (e.impact_low > 0 || e.impact_high < 0)
-            ? `Its 95% interval excludes 0, but not once the ${fdr} false discovery rate${tested} is accounted for.`
-            : `Its 95% interval includes 0 and is wider than ±${settleHalfWidth * 100}%.`,
+            ? `Its 95% confidence sequence excludes 0, but not once the ${fdr} false discovery rate${tested} is accounted for.`
+            : `Its 95% confidence sequence includes 0 and is wider than ±${settleHalfWidth * 100}%.`,
       };
     case "insufficient-data":
       return { text: "too few experiments", why: "Too few experiments for this progress point to estimate its noise: no interval yet." };
@@ -565,11 +566,13 @@ function tags(e: LineEffect, p: PointSummary | undefined): HTMLElement[] {
 
 /** The impact's intervals: a discovery's adjusted one first (the ranking uses it), then the 95% one. */
 function intervals(e: LineEffect, p: PointSummary | undefined): HTMLElement[] {
-  const plain = h("div", { class: "ci" }, `95%: ${e.impact_low !== null ? `${pct(e.impact_low)} … ${pct(e.impact_high)}` : "no interval"}`);
+  const plain = h("div", { class: "ci", title: "95% confidence sequence: it holds the true impact at every look at once, however often the profile is looked at" }, `95%: ${e.impact_low !== null ? `${pct(e.impact_low)} … ${pct(e.impact_high)}` : "no interval"}`);
   if (e.adjusted_low === null || e.adjusted_high === null || !p) return [plain];
   const title =
-    `Widened for a ${fdr} false discovery rate over the ${count(p.tested)} lines tested for this point (z = ${p.adjusted_z?.toFixed(2)} instead of ${z95.toFixed(2)}): ` +
-    `with that many lines, some 95% intervals exclude 0 by chance alone; of the lines whose adjusted interval excludes 0, at most ${fdr} are expected to be wrong. ` +
+    `Widened for a ${fdr} false discovery rate over the ${count(p.tested)} lines tested for this point: ` +
+    `the discoveries' intervals are confidence sequences, each at level ${p.adjusted_level !== null ? levelText(p.adjusted_level) : "–"} instead of ${fdr}, ` +
+    `valid however often the profile is looked at. ` +
+    `With that many lines, some 95% sequences exclude 0 by chance alone; of the lines whose adjusted interval excludes 0, at most ${fdr} are expected to be wrong. ` +
     `Lines are ranked by its ${e.label === "positive" ? "lower" : "upper"} bound.`;
   return [h("div", { class: "ci adjusted", title }, `FDR-adjusted: ${pct(e.adjusted_low)} … ${pct(e.adjusted_high)}`), plain];
 }

@@ -4,10 +4,10 @@
 // `coz report --json` (§11), snake_case keys and all; undefined numbers are null.
 import { Experiment, Profile, SamplingTotals } from "./profile";
 import { Callee, conventionalProfile, ConventionalProfile } from "./conventional";
-import { contendedWaitingThreads, falseDiscoveryRate, minSettleExperiments, settleHalfWidth, speedupStepsPerUnit, z95 } from "./constants";
+import { contendedWaitingThreads, falseDiscoveryRate, lineDispersionPriorDof, minSettleExperiments, settleHalfWidth, speedupStepsPerUnit, z95 } from "./constants";
 import { compareStrings, kindRank } from "./order";
 import { splitHalfStability, Stability } from "./stability";
-import { decide, ranksBefore } from "./verdicts";
+import { anytimeHalfWidth, decide, ranksBefore } from "./verdicts";
 
 export type PointKind = "throughput" | "latency";
 export type BaselineMode = "local" | "pooled" | "line";
@@ -15,7 +15,7 @@ export type BaselineSource = "local" | "pooled" | "line" | "none";
 export type Label = "unmeasured" | "insufficient-data" | "positive" | "negative" | "no-effect" | "undecided";
 
 export * from "./constants";
-export { erfcApprox, ranksBefore, upperQuantileApprox } from "./verdicts";
+export { anytimeHalfWidth, logEValue, ranksBefore } from "./verdicts";
 export type { Stability } from "./stability";
 
 export interface CurvePoint {
@@ -41,7 +41,7 @@ export interface LineEffect {
   label: Label;
   impact: number;
   impact_se: number | null;
-  impact_low: number | null;
+  impact_low: number | null; // the 95% confidence sequence: valid at every look
   impact_high: number | null;
   slope: number | null;
   slope_se: number | null;
@@ -52,7 +52,7 @@ export interface LineEffect {
   experiments_needed: number | null;
   measured_experiments: number; // experiments of its curve points at s > 0
   untreated_experiments: number; // at s > 0 without a sample in the line: no delay (§2)
-  p_value: number | null; // two-sided, of the impact; null when not tested (§7)
+  p_value: number | null; // anytime-valid (1 / e-value), of the impact; null when not tested (§7)
   adjusted_low: number | null; // a discovery's interval, widened for the false discovery rate; null otherwise
   adjusted_high: number | null;
   samples: number;
@@ -64,6 +64,7 @@ export interface LineEffect {
   baseline: BaselineSource;
   baseline_ns: number | null;
   cpu_share: number | null; // §5.1: the line's share of the program's CPU time
+  dispersion: number | null; // §3: the φ its intervals use: its point's, or more; null without one
   curve: CurvePoint[];
 }
 
@@ -78,7 +79,7 @@ export interface PointSummary {
   baseline_visits: number;
   tested: number; // effects with an interval: the false discovery family
   discoveries: number; // effects labelled positive or negative
-  adjusted_z: number | null; // the discoveries' z; null without discoveries
+  adjusted_level: number | null; // discoveries * α / tested: the level of the discoveries' intervals; null without discoveries
   cores: number | null; // §5.1: over the 0% experiments with core figures
   cores_busy: number | null;
   waiting_for_core: number | null;
@@ -309,35 +310,67 @@ function weightedSquares(g: Map<number, number>, observations: Obs[]): number {
   return v;
 }
 
+/** §3: Pearson's sums over one line's own measured observations (s > 0). */
+interface LineSums {
+  sum: number; // Σ t_i, profile order
+  terms: number;
+  buckets: Set<number>; // the distinct buckets among them
+}
+
 /**
  * §3: Pearson's statistic over every cell of the point; null when N <= K. With the local
  * baseline (§4) a term is divided by 1 + m / X_i^loc (latency: 1 + x / X_i^loc): y' carries
  * its neighbours' noise as well as its own, and the variance counts the neighbours apart.
+ * Also each line's sums over its own observations at s > 0, for lineDispersion().
  */
-function dispersion(p: PointData): { phi: number | null; dof: number } {
+function dispersion(p: PointData): { phi: number | null; dof: number; lines: Map<string, LineSums> } {
   let sum = 0;
   let N = 0;
   const withTerm = new Set<Cell>();
-  for (const o of p.observations) {
+  const lines = new Map<string, LineSums>();
+  p.observations.forEach((o, i) => {
     const R = o.cell.R;
-    if (R === null || !(R > 0)) continue;
+    if (R === null || !(R > 0)) return;
+    let t: number;
     if (p.kind === "throughput") {
       const m = o.y / R;
-      if (!(m > 0)) continue;
-      let t = ((o.x - m) * (o.x - m)) / m;
+      if (!(m > 0)) return;
+      t = ((o.x - m) * (o.x - m)) / m;
       if (p.local) t /= 1 + m / o.xLoc;
-      sum += t;
     } else {
-      if (!(o.x > 0)) continue;
-      let t = ((o.y - R * o.x) * (o.y - R * o.x)) / (R * R * o.x);
+      if (!(o.x > 0)) return;
+      t = ((o.y - R * o.x) * (o.y - R * o.x)) / (R * R * o.x);
       if (p.local) t /= 1 + o.x / o.xLoc;
-      sum += t;
     }
+    sum += t;
     ++N;
     withTerm.add(o.cell);
-  }
+    if (o.cell.bucket > 0) {
+      const line = p.readings[i].line;
+      let l = lines.get(line);
+      if (!l) lines.set(line, (l = { sum: 0, terms: 0, buckets: new Set() }));
+      l.sum += t;
+      ++l.terms;
+      l.buckets.add(o.cell.bucket);
+    }
+  });
   const K = withTerm.size;
-  return { phi: N > K ? sum / (N - K) : null, dof: N - K };
+  return { phi: N > K ? sum / (N - K) : null, dof: N - K, lines };
+}
+
+/**
+ * §3: the dispersion a line's intervals use: the point's, unless the line's own measured
+ * experiments spread more; theirs is shrunk toward the point's as if the point's were
+ * lineDispersionPriorDof more degrees of freedom, so that one wild experiment of a thin
+ * line widens its interval without deciding it.
+ */
+function lineDispersion(phi: number | null, l: LineSums | undefined): number | null {
+  if (phi === null) return null;
+  if (!l) return phi;
+  const dof = l.terms - l.buckets.size;
+  if (dof <= 0) return phi;
+  const own = (l.sum + lineDispersionPriorDof * phi) / (dof + lineDispersionPriorDof);
+  return phi < own ? own : phi; // std::max
 }
 
 /**
@@ -408,7 +441,7 @@ function withholdLabels(effects: LineEffect[], summary: PointSummary) {
     e.adjusted_low = e.adjusted_high = null;
   }
   summary.discoveries = 0;
-  summary.adjusted_z = null;
+  summary.adjusted_level = null;
 }
 
 function makeEffect(
@@ -451,6 +484,7 @@ function makeEffect(
     baseline: "none",
     baseline_ns: null,
     cpu_share: cpuShare,
+    dispersion: null,
     curve: [],
   };
 
@@ -470,6 +504,7 @@ function makeEffect(
   }
   if (R0 === null) return e; // unmeasured
   e.baseline_ns = R0;
+  e.dispersion = phi;
 
   // §5: the curve.
   const measured: CurvePoint[] = [];
@@ -544,8 +579,10 @@ function makeEffect(
     const impact = linear(aImpact, measured, ratios, phi, X0, G, p.observations);
     e.impact = impact.value;
     e.impact_se = impact.se;
-    e.impact_low = impact.low;
-    e.impact_high = impact.high;
+    // The 95% confidence sequence: the user and the monitor look many times.
+    const half = anytimeHalfWidth(impact.se, falseDiscoveryRate);
+    e.impact_low = half === null ? null : impact.value - half;
+    e.impact_high = half === null ? null : impact.value + half;
     // §6 slope: weighted least squares through the origin.
     let D = 0;
     for (const q of measured) D += q.visits * q.line_speedup * q.line_speedup;
@@ -592,7 +629,7 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
   const summaries: PointSummary[] = [];
   const effects: LineEffect[] = [];
   for (const p of points) {
-    const { phi, dof } = dispersion(p);
+    const { phi, dof, lines } = dispersion(p);
     const baseUsable = p.base.X > 0 && p.base.Y / p.base.X > 0;
     const summary: PointSummary = {
       name: p.name,
@@ -605,7 +642,7 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
       baseline_visits: p.base.X,
       tested: 0,
       discoveries: 0,
-      adjusted_z: null,
+      adjusted_level: null,
       cores: null,
       cores_busy: null,
       waiting_for_core: null,
@@ -613,7 +650,7 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
     };
     summarizeCores(p, summary);
     // Verdicts are over every line of the point, whatever the filters keep.
-    const all = [...p.lines].map(([line, cells]) => makeEffect(p, line, cells, phi, mode, summary, cpuShares(line)));
+    const all = [...p.lines].map(([line, cells]) => makeEffect(p, line, cells, lineDispersion(phi, lines.get(line)), mode, summary, cpuShares(line)));
     decide(all, summary);
     withholdLabels(all, summary);
     summaries.push(summary);

@@ -1,55 +1,47 @@
 // Verdicts over all the lines of a progress point (docs/analysis.md sections
-// 7-8): p-values, Benjamini-Hochberg false discovery control, the widened
-// intervals of the discoveries, labels, experiments needed, and the ranking.
+// 7-8): anytime-valid e-values and confidence sequences, e-BH false discovery
+// control, the widened intervals of the discoveries, labels, experiments
+// needed, and the ranking.
 // Mirrors tools/analysis/verdicts.cpp; every expression is evaluated in the
 // order the document writes it, so both sides get the same doubles.
 import type { Label, LineEffect, PointSummary } from "./analysis";
-import { falseDiscoveryRate, materialLineSpeedup, maxExperimentsNeeded, minSettleExperiments, settleHalfWidth, z95 } from "./constants";
+import { falseDiscoveryRate, materialLineSpeedup, maxExperimentsNeeded, minSettleExperiments, mixtureScale, settleHalfWidth } from "./constants";
 import { compareStrings, kindRank } from "./order";
 
-/** erfc(x) for x >= 0 by a Chebyshev fit (relative error < 1.2e-7). */
-export function erfcApprox(x: number): number {
-  const t = 1 / (1 + 0.5 * x);
-  return t * Math.exp(-x * x - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418
-    + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587
-    + t * (-0.82215223 + t * 0.17087277)))))))));
+/**
+ * The half-width of a time-uniform (anytime-valid) two-sided confidence sequence
+ * at level `alpha` around an estimate with standard error `se`: the normal-mixture
+ * boundary se * sqrt((1 + 1/u) * log((1 + u) / alpha²)), u = (mixtureScale / se)².
+ * It holds the truth at every look at once with probability 1 - alpha. 0 when se
+ * is 0 (or below); null when se is null.
+ */
+export function anytimeHalfWidth(se: number | null, alpha: number): number | null {
+  if (se === null || Number.isNaN(se)) return null;
+  if (se <= 0) return 0;
+  const u = (mixtureScale / se) * (mixtureScale / se);
+  return se * Math.sqrt((1 + 1 / u) * Math.log((1 + u) / (alpha * alpha)));
 }
 
-// Acklam's rational approximation of the normal quantile (coefficients as the document lists them).
-const a = [-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-  1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00];
-const b = [-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-  6.680131188771972e+01, -1.328068155288572e+01];
-const c = [-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-  -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00];
-const d = [7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
-  3.754408661907416e+00];
-
-/** The z with P(Z > z) = q, for 0 < q <= 0.5 (relative error < 1.2e-9). */
-export function upperQuantileApprox(q: number): number {
-  let lower: number;
-  if (q < 0.02425) {
-    const u = Math.sqrt(-2 * Math.log(q));
-    lower = (((((c[0] * u + c[1]) * u + c[2]) * u + c[3]) * u + c[4]) * u + c[5]) / ((((d[0] * u + d[1]) * u + d[2]) * u + d[3]) * u + 1);
-  } else {
-    const v = q - 0.5;
-    const w = v * v;
-    lower = ((((((a[0] * w + a[1]) * w + a[2]) * w + a[3]) * w + a[4]) * w + a[5]) * v) / (((((b[0] * w + b[1]) * w + b[2]) * w + b[3]) * w + b[4]) * w + 1);
-  }
-  return -lower;
-}
-
-/** The two-sided normal p-value of an estimate and its standard error. */
-function pValue(estimate: number, se: number): number {
-  if (se === 0) return estimate === 0 ? 1 : 0;
-  const z = Math.abs(estimate) / se;
-  return erfcApprox(z * 0.7071067811865476);
+/**
+ * The logarithm of the e-value of "no effect" for an estimate and its standard
+ * error (the normal-mixture likelihood ratio): at least log(1/alpha) exactly when
+ * |estimate| >= anytimeHalfWidth(se, alpha).
+ */
+export function logEValue(estimate: number, se: number): number {
+  if (se === 0) return estimate === 0 ? 0 : Infinity;
+  const u = (mixtureScale / se) * (mixtureScale / se);
+  const z = estimate / se;
+  return (z * z * u) / (2 * (1 + u)) - 0.5 * Math.log(1 + u);
 }
 
 // Measured with an interval (φ defined): one of the point's tests.
 const tested = (e: LineEffect) => e.measured && e.impact_se !== null;
 // Tested on enough experiments to get a verdict.
 const eligible = (e: LineEffect) => tested(e) && e.measured_experiments >= minSettleExperiments;
+
+// "No effect" is an equivalence: two one-sided tests, each at the false discovery
+// rate, so the two-sided confidence sequence at twice it.
+const noEffectHalfWidth = (e: LineEffect) => anytimeHalfWidth(e.impact_se, 2 * falseDiscoveryRate)!;
 
 function labelOf(e: LineEffect, discovery: boolean): Label {
   if (!e.measured) return "unmeasured";
@@ -58,20 +50,22 @@ function labelOf(e: LineEffect, discovery: boolean): Label {
   // line speedup from the slope (docs/analysis.md section 7).
   const material = e.slope === null || !(Math.abs(e.slope) * materialLineSpeedup < settleHalfWidth);
   if (discovery && material) return e.impact > 0 ? "positive" : "negative";
-  if (eligible(e) && !material && z95 * e.impact_se! <= settleHalfWidth) return "no-effect";
+  if (eligible(e) && !material && noEffectHalfWidth(e) <= settleHalfWidth) return "no-effect";
   return "undecided";
 }
 
 /**
- * More experiments on this line, at its current split, until its interval
- * excludes 0 at the level that would make it a discovery (zNext) or settles
- * within ±h; a thin line needs at least its missing ones.
+ * More experiments on this line, at its current split, until its confidence
+ * sequence excludes 0 at the level that would make it a discovery (levelNext) or
+ * settles within ±h; a thin line needs at least its missing ones. (The boundary
+ * at today's standard error: it grows slowly, as the log of the experiments, so
+ * this is a little short.)
  */
-function experimentsNeeded(e: LineEffect, zNext: number): number | null {
+function experimentsNeeded(e: LineEffect, levelNext: number): number | null {
   if (e.label === "unmeasured" || e.label === "insufficient-data") return null;
   if (e.label !== "undecided") return 0;
-  const qe = Math.abs(e.impact) > 0 ? (zNext * e.impact_se!) / Math.abs(e.impact) : Infinity;
-  const qh = (z95 * e.impact_se!) / settleHalfWidth;
+  const qe = Math.abs(e.impact) > 0 ? anytimeHalfWidth(e.impact_se, levelNext)! / Math.abs(e.impact) : Infinity;
+  const qh = noEffectHalfWidth(e) / settleHalfWidth;
   const f = Math.min(qe * qe, qh * qh);
   const missing = minSettleExperiments - e.measured_experiments;
   return Math.min(maxExperimentsNeeded, Math.max(1, Math.ceil(e.experiments * (f - 1)), missing));
@@ -79,41 +73,45 @@ function experimentsNeeded(e: LineEffect, zNext: number): number | null {
 
 /**
  * §7 over `effects`, every effect of one point before any filtering: their
- * p-values, labels, adjusted intervals and experiments needed, and the point's
- * tested/discoveries/adjusted_z.
+ * anytime-valid p-values (1 / e-value), labels, adjusted intervals and experiments
+ * needed, and the point's tested/discoveries/adjusted_level.
  */
 export function decide(effects: LineEffect[], point: PointSummary): void {
   let m = 0;
-  const eligibleP: number[] = [];
-  for (const e of effects) {
+  const logE = effects.map(() => -Infinity);
+  const eligibleLogE: number[] = [];
+  effects.forEach((e, i) => {
     e.p_value = null;
     e.adjusted_low = null;
     e.adjusted_high = null;
-    if (!tested(e)) continue;
+    if (!tested(e)) return;
     ++m;
-    e.p_value = pValue(e.impact, e.impact_se!);
-    if (eligible(e)) eligibleP.push(e.p_value);
-  }
-  eligibleP.sort((x, y) => x - y);
-  // Benjamini-Hochberg: the largest k with p_(k) <= k * α / m.
+    logE[i] = logEValue(e.impact, e.impact_se!);
+    e.p_value = Math.min(1, Math.exp(-logE[i])); // anytime-valid: 1 / e
+    if (eligible(e)) eligibleLogE.push(logE[i]);
+  });
+  eligibleLogE.sort((x, y) => y - x);
+  // e-BH: the largest k whose k-th largest e-value is at least m / (α k).
   let R = 0;
-  for (let k = 1; k <= eligibleP.length; ++k) {
-    if (eligibleP[k - 1] <= (k * falseDiscoveryRate) / m) R = k;
+  for (let k = 1; k <= eligibleLogE.length; ++k) {
+    if (eligibleLogE[k - 1] >= Math.log(m / (k * falseDiscoveryRate))) R = k;
   }
   point.tested = m;
   point.discoveries = R;
-  point.adjusted_z = R > 0 ? upperQuantileApprox((R * falseDiscoveryRate) / (2 * m)) : null;
-  // The |impact| / se an undecided line needs to join the discoveries (the (R+1)-th BH threshold).
-  const zNext = m > 0 ? upperQuantileApprox(((R + 1) * falseDiscoveryRate) / (2 * m)) : z95;
-  for (const e of effects) {
-    const discovery = R > 0 && eligible(e) && e.p_value! <= eligibleP[R - 1];
+  point.adjusted_level = R > 0 ? (R * falseDiscoveryRate) / m : null;
+  const cutoff = R > 0 ? eligibleLogE[R - 1] : Infinity;
+  // The level at which an undecided line's confidence sequence must exclude 0 for it to join the discoveries.
+  const levelNext = m > 0 ? ((R + 1) * falseDiscoveryRate) / m : falseDiscoveryRate;
+  effects.forEach((e, i) => {
+    const discovery = eligible(e) && logE[i] >= cutoff;
     if (discovery) {
-      e.adjusted_low = e.impact - point.adjusted_z! * e.impact_se!;
-      e.adjusted_high = e.impact + point.adjusted_z! * e.impact_se!;
+      const half = anytimeHalfWidth(e.impact_se, point.adjusted_level!)!;
+      e.adjusted_low = e.impact - half;
+      e.adjusted_high = e.impact + half;
     }
     e.label = labelOf(e, discovery);
-    e.experiments_needed = experimentsNeeded(e, zNext);
-  }
+    e.experiments_needed = experimentsNeeded(e, levelNext);
+  });
 }
 
 const labelGroups: Label[] = ["positive", "negative", "no-effect", "undecided", "insufficient-data", "unmeasured"];
