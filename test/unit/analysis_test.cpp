@@ -467,9 +467,10 @@ TEST(Intervals, LabelsAndExperimentsNeeded) {
   ASSERT_EQ(und->label, Label::Undecided) << und->impact << " +- " << z95 * und->impact_se;
   // Section 7: its confidence sequence excluding 0 at the e-BH level of a next
   // discovery (m = 3 tested, R = 1: 2 * 0.05 / 3), or settling within +-h
-  // (the sequence at 10%); and at least the 9 measured experiments it lacks.
+  // (the sequence at 10%, at its own scale); and at least the 9 measured
+  // experiments it lacks.
   double qe = anytime_half_width(und->impact_se, (2 * false_discovery_rate) / 3) / std::abs(und->impact);
-  double qh = anytime_half_width(und->impact_se, 2.0 * false_discovery_rate) / settle_half_width;
+  double qh = anytime_half_width(und->impact_se, 2.0 * false_discovery_rate, equivalence_mixture_scale) / settle_half_width;
   double f = std::min(qe * qe, qh * qh);
   EXPECT_EQ(und->experiments_needed, std::max<uint64_t>(static_cast<uint64_t>(std::ceil(1 * (f - 1))), 9u));
 }

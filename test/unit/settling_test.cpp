@@ -397,12 +397,9 @@ TEST(Aim, AimedRunsSettleInFewerExperimentsThanRunsBySamples) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  // With single-look intervals the aimed median was half the other (100 and
-  // 205 experiments). With confidence sequences (stop 55) both runs need
-  // more, and the aim gains less: 210 against 335 here, 200 against 285 over
-  // 90 runs. The no-effect line, which the samples already favour (60%),
-  // sets the pace; the aim still saves more than a quarter.
-  EXPECT_LE(median(aimed), 0.75 * median(by_samples))
+  // With single-look intervals: 100 against 205 experiments. With
+  // confidence sequences (stop 55) both runs need more: 185 against 335.
+  EXPECT_LE(median(aimed), 0.6 * median(by_samples))
       << "aimed " << median(aimed) << ", by samples " << median(by_samples);
 }
 

@@ -25,18 +25,19 @@ N_MIN = 10     # measured experiments before any verdict
 CONTENDED = 0.1  # threads waiting for a core that make a point contended (section 5.1)
 K_LOCAL = 8    # neighbours of the local baseline (section 4)
 MIX = 0.05     # the scale of the normal mixture behind the confidence sequences (section 7)
+MIX_EQ = 0.025  # the no-effect test's own mixture scale (section 7)
 PRIOR_DOF = 10.0  # a line's own dispersion is shrunk toward its point's with this many dof (section 3)
 BASELINES = ("local", "pooled", "line")
 NAN = float("nan")
 
-def anytime_half_width(se, alpha):
+def anytime_half_width(se, alpha, scale=MIX):
     """Section 7: the half-width of the two-sided confidence sequence at level alpha
     (normal mixture): se * sqrt((1 + 1/u) * log((1 + u) / alpha^2)), u = (MIX / se)^2."""
     if se is None or math.isnan(se):
         return NAN
     if se <= 0:
         return 0.0
-    u = (MIX / se) * (MIX / se)
+    u = (scale / se) * (scale / se)
     return se * math.sqrt((1.0 + 1.0 / u) * math.log((1.0 + u) / (alpha * alpha)))
 
 
@@ -291,7 +292,7 @@ def verdicts(point, effs):
             half = anytime_half_width(ise, level)
             e["adjusted_low"], e["adjusted_high"] = iv - half, iv + half
         # "no effect": two one-sided tests at ALPHA, the two-sided sequence at 2 ALPHA
-        half = anytime_half_width(ise, 2.0 * ALPHA)
+        half = anytime_half_width(ise, 2.0 * ALPHA, MIX_EQ)
         if discovery and material:
             e["label"] = "positive" if iv > 0 else "negative"
         elif e["measured_experiments"] >= N_MIN and not material and half <= H:

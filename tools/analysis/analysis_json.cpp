@@ -154,6 +154,7 @@ void settings(Json& j, const AnalysisOptions& o) {
   j.field("baseline", to_string(o.baseline));
   j.field("point", o.point).field("min_experiments", o.min_experiments);
   j.field("false_discovery_rate", false_discovery_rate).field("min_settle_experiments", min_settle_experiments);
+  j.field("mixture_scale", mixture_scale).field("equivalence_mixture_scale", equivalence_mixture_scale);
   j.close('}');
 }
 

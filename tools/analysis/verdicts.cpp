@@ -29,8 +29,8 @@ void set_label(LineEffect& e, bool discovery, double level_next) {
     return;
   }
   // "No effect" is an equivalence: two one-sided tests, each at the false
-  // discovery rate, so the two-sided sequence at twice it.
-  double half = anytime_half_width(e.impact_se, 2.0 * false_discovery_rate);
+  // discovery rate, so the two-sided sequence at twice it, with its own scale.
+  double half = anytime_half_width(e.impact_se, 2.0 * false_discovery_rate, equivalence_mixture_scale);
   // An effect inside the no-effect band is none, however sure: a real
   // program's virtual speedups carry biases of a percent or two (a pause's
   // own cost), which enough experiments make significant. Its size is read
@@ -92,10 +92,10 @@ double rank_bound(const LineEffect& e) {
 
 }  // namespace
 
-double anytime_half_width(double se, double alpha) {
+double anytime_half_width(double se, double alpha, double scale) {
   if (std::isnan(se)) return nan;
   if (se <= 0.0) return 0.0;
-  double u = (mixture_scale / se) * (mixture_scale / se);
+  double u = (scale / se) * (scale / se);
   return se * std::sqrt((1.0 + 1.0 / u) * std::log((1.0 + u) / (alpha * alpha)));
 }
 

@@ -20,13 +20,17 @@ constexpr uint64_t min_settle_experiments = 10;
 /// program speedup): the boundary is tightest where an impact's standard
 /// error is near it, a few points, where verdicts are reached.
 constexpr double mixture_scale = 0.05;
+/// The mixture scale of the "no effect" test (an equivalence within
+/// +-settle_half_width): its decisions land where se is near 0.009, and
+/// there this scale asks ~9% fewer experiments than mixture_scale.
+constexpr double equivalence_mixture_scale = 0.025;
 
 /// The half-width of a time-uniform (anytime-valid) two-sided confidence
 /// sequence at level `alpha` around an estimate with standard error `se`:
-/// se * sqrt((1 + 1/u) * log((1 + u) / alpha^2)), u = (mixture_scale / se)^2,
+/// se * sqrt((1 + 1/u) * log((1 + u) / alpha^2)), u = (scale / se)^2,
 /// the normal-mixture boundary. Such intervals hold the truth at every look
 /// at once with probability 1 - alpha. 0 when se is 0; NaN when se is NaN.
-double anytime_half_width(double se, double alpha);
+double anytime_half_width(double se, double alpha, double scale = mixture_scale);
 /// The logarithm of the e-value of "no effect" for an estimate and its
 /// standard error: the normal-mixture likelihood ratio. It is at least
 /// log(1/alpha) exactly when |estimate| >= anytime_half_width(se, alpha).

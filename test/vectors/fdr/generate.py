@@ -82,7 +82,7 @@ def problems(a):
     if not (lg["label"] == "undecided" and lg["impact_low"] > 0.003 and lg["measured_experiments"] >= 10):
         got.append("log.cpp:12: not an eligible undecided line whose interval excludes 0")
     if (effs["src/stats.cpp:57"]["label"] != "no-effect"
-            or reference.anytime_half_width(effs["src/stats.cpp:57"]["impact_se"], 2 * reference.ALPHA) > 0.024):
+            or reference.anytime_half_width(effs["src/stats.cpp:57"]["impact_se"], 2 * reference.ALPHA, reference.MIX_EQ) > 0.024):
         got.append("stats.cpp:57: not no-effect with a margin")
     thin = [e for e in a["effects"] if e["measured_experiments"] < 10 and e["impact_low"] is not None and e["impact_low"] > 0]
     if len(thin) < 2:
@@ -101,7 +101,7 @@ def problems(a):
         if e["label"] == "undecided":
             level_next = (R + 1) * reference.ALPHA / m
             qe = reference.anytime_half_width(e["impact_se"], level_next) / abs(e["impact"]) if e["impact"] else math.inf
-            qh = reference.anytime_half_width(e["impact_se"], 2 * reference.ALPHA) / reference.H
+            qh = reference.anytime_half_width(e["impact_se"], 2 * reference.ALPHA, reference.MIX_EQ) / reference.H
             q = min(qe, qh)
             x = e["experiments"] * (q * q - 1)
             if abs(x - round(x)) < 1e-6:

@@ -10,6 +10,7 @@ export const maxExperimentsNeeded = 1e9; // beyond this, "never" in practice
 export const falseDiscoveryRate = 0.05; // α: expected share of wrong "speeds up"/"slows down" verdicts of a point
 export const minSettleExperiments = 10; // n_min: measured experiments a line needs before any verdict
 export const mixtureScale = 0.05; // the scale of the normal mixture behind every confidence sequence (program speedup)
+export const equivalenceMixtureScale = 0.025; // §7: the no-effect test's own scale, where its decisions land
 export const lineDispersionPriorDof = 10; // §3: a line's own dispersion is shrunk toward its point's as if the point's were this many more degrees of freedom
 export const stabilityTop = 5; // split-half stability compares this many top lines per point
 export const contendedWaitingThreads = 0.1; // §5.1: threads waiting for a core, on average, that make a point contended

@@ -5,7 +5,7 @@
 // Mirrors tools/analysis/verdicts.cpp; every expression is evaluated in the
 // order the document writes it, so both sides get the same doubles.
 import type { Label, LineEffect, PointSummary } from "./analysis";
-import { falseDiscoveryRate, materialLineSpeedup, maxExperimentsNeeded, minSettleExperiments, mixtureScale, settleHalfWidth } from "./constants";
+import { equivalenceMixtureScale, falseDiscoveryRate, materialLineSpeedup, maxExperimentsNeeded, minSettleExperiments, mixtureScale, settleHalfWidth } from "./constants";
 import { compareStrings, kindRank } from "./order";
 
 /**
@@ -15,10 +15,10 @@ import { compareStrings, kindRank } from "./order";
  * It holds the truth at every look at once with probability 1 - alpha. 0 when se
  * is 0 (or below); null when se is null.
  */
-export function anytimeHalfWidth(se: number | null, alpha: number): number | null {
+export function anytimeHalfWidth(se: number | null, alpha: number, scale: number = mixtureScale): number | null {
   if (se === null || Number.isNaN(se)) return null;
   if (se <= 0) return 0;
-  const u = (mixtureScale / se) * (mixtureScale / se);
+  const u = (scale / se) * (scale / se);
   return se * Math.sqrt((1 + 1 / u) * Math.log((1 + u) / (alpha * alpha)));
 }
 
@@ -41,7 +41,7 @@ const eligible = (e: LineEffect) => tested(e) && e.measured_experiments >= minSe
 
 // "No effect" is an equivalence: two one-sided tests, each at the false discovery
 // rate, so the two-sided confidence sequence at twice it.
-const noEffectHalfWidth = (e: LineEffect) => anytimeHalfWidth(e.impact_se, 2 * falseDiscoveryRate)!;
+const noEffectHalfWidth = (e: LineEffect) => anytimeHalfWidth(e.impact_se, 2 * falseDiscoveryRate, equivalenceMixtureScale)!;
 
 function labelOf(e: LineEffect, discovery: boolean): Label {
   if (!e.measured) return "unmeasured";
