@@ -28,6 +28,7 @@
 // cleared a mark, the four paid in 11 to 14 of their 16 rounds.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -66,13 +67,30 @@ std::map<std::string, Rounds> parse(const std::string& out) {
 
 class WakeTest : public ::testing::Test {
  protected:
-  std::map<std::string, Rounds> run(const std::vector<std::string>& extra_options = {}) {
-    std::vector<std::string> options = {"--fixed-line", marked_line("wake_kinds.c", "selected"), "--fixed-speedup",
-                                        "50"};
-    options.insert(options.end(), extra_options.begin(), extra_options.end());
-    ProcessResult result = coz_run(scratch_.file("profile.coz"), options, {WAKE_KINDS_EXE}, scratch_);
-    EXPECT_TRUE(result.exited && result.exit_status == 0) << describe(result);
-    return parse(result.out);
+  /// coz run's options that fix the selected line at 50%, and `extra` first.
+  static std::vector<std::string> fixed_line_options(std::vector<std::string> extra = {}) {
+    for (const std::string& o : {std::string("--fixed-line"), marked_line("wake_kinds.c", "selected"),
+                                 std::string("--fixed-speedup"), std::string("50")})
+      extra.push_back(o);
+    return extra;
+  }
+
+  /// Every kind's rounds from profiled runs of `command`, run again while
+  /// its payers are wrong and a hypervisor took more than max_steal_share
+  /// of the machine (again_under_steal). `check` looks at each run's output.
+  std::map<std::string, Rounds> payers(const std::string& what, const std::vector<std::string>& options,
+                                       const std::vector<std::string>& command,
+                                       const std::function<void(const ProcessResult&)>& check = {}) {
+    std::map<std::string, Rounds> kinds;
+    again_under_steal(what, [&](int) {
+      ProcessResult result = coz_run(scratch_.file("profile.coz"), options, command, scratch_);
+      EXPECT_TRUE(result.exited && result.exit_status == 0) << describe(result);
+      if (check) check(result);
+      kinds = parse(result.out);
+      const std::optional<analysis::Profile> profile = read_profile(scratch_.file("profile.coz"));
+      return AttemptVerdict{payer_problems(kinds).empty(), profile ? profile->sampling.steal_share() : 0.0};
+    });
+    return kinds;
   }
 
   // Woken from outside, a round pays unless it ran in a 0% experiment or
@@ -130,13 +148,7 @@ class WakeTest : public ::testing::Test {
 // whose payers are wrong while a hypervisor took more than max_steal_share
 // of the machine runs again (again_under_steal).
 TEST_F(WakeTest, WaiterWokenByProgramThreadClaimsCreditAndOutsidePays) {
-  std::map<std::string, Rounds> kinds;
-  again_under_steal("wake_kinds", [&](int) {
-    kinds = run();
-    const std::optional<analysis::Profile> profile = read_profile(scratch_.file("profile.coz"));
-    return AttemptVerdict{payer_problems(kinds).empty(), profile ? profile->sampling.steal_share() : 0.0};
-  });
-  expect_right_payers(kinds);
+  expect_right_payers(payers("wake_kinds", fixed_line_options(), {WAKE_KINDS_EXE}));
 }
 
 // The timer fallback (perf_event refused): samples come from CPU-time timers,
@@ -146,19 +158,10 @@ TEST_F(WakeTest, WaiterWokenByProgramThreadClaimsCreditAndOutsidePays) {
 // made them wrong: CI failed here with 16 rounds paid of 416 (ppoll_pipe 3,
 // select_pipe 4), and on this VM runs under ~7% steal paid in 10 to 15.
 TEST_F(WakeTest, TimerFallbackNeverInterruptsWaits) {
-  std::vector<std::string> options = {"-b", "*/wake_kinds", "--fixed-line", marked_line("wake_kinds.c", "selected"),
-                                      "--fixed-speedup", "50"};
-  std::map<std::string, Rounds> kinds;
-  again_under_steal("wake_kinds under the timer fallback", [&](int) {
-    ProcessResult result =
-        coz_run(scratch_.file("profile.coz"), options, {NO_PERF_LAUNCHER_EXE, WAKE_KINDS_EXE}, scratch_);
-    EXPECT_TRUE(result.exited && result.exit_status == 0) << describe(result);
-    EXPECT_NE(result.err.find("CPU-time timers"), std::string::npos) << result.err;
-    kinds = parse(result.out);
-    const std::optional<analysis::Profile> profile = read_profile(scratch_.file("profile.coz"));
-    return AttemptVerdict{payer_problems(kinds).empty(), profile ? profile->sampling.steal_share() : 0.0};
-  });
-  expect_right_payers(kinds);
+  expect_right_payers(payers("wake_kinds under the timer fallback", fixed_line_options({"-b", "*/wake_kinds"}),
+                             {NO_PERF_LAUNCHER_EXE, WAKE_KINDS_EXE}, [](const ProcessResult& result) {
+                               EXPECT_NE(result.err.find("CPU-time timers"), std::string::npos) << result.err;
+                             }));
 }
 
 }  // namespace
