@@ -1,9 +1,9 @@
 // What the program's threads did with the cores during an experiment: their
 // time ready to run but waiting for a core (the kernel's schedstat
-// run_delay; the cores they kept busy come from the process's CPU time). A program whose threads wait for cores can
-// speed up when a line frees a core for them, which pausing the other
-// threads does not reproduce: the report says so for such a program
-// (docs/analysis.md section 5.1).
+// run_delay; the cores they kept busy come from the process's CPU time). A
+// program whose threads wait for cores can speed up when a line frees a core
+// for them, which pausing the other threads does not reproduce: the report
+// says so for such a program (docs/analysis.md section 5.1).
 #pragma once
 
 #include <cstddef>

@@ -123,7 +123,7 @@ struct PointData {
   struct LineSums {
     double sum = 0.0;
     int64_t terms = 0;
-    std::set<int> buckets;
+    int64_t cells = 0;  // its cells with a term
   };
   std::map<std::string, LineSums> line_sums;
 };
@@ -138,7 +138,7 @@ double line_dispersion(const PointData& d, const std::string& line) {
   auto it = d.line_sums.find(line);
   if (it == d.line_sums.end()) return d.dispersion;
   const PointData::LineSums& l = it->second;
-  const int64_t dof = l.terms - static_cast<int64_t>(l.buckets.size());
+  const int64_t dof = l.terms - l.cells;
   if (dof <= 0) return d.dispersion;
   const double own = (l.sum + line_dispersion_prior_dof * d.dispersion) /
                      (static_cast<double>(dof) + line_dispersion_prior_dof);
@@ -227,8 +227,10 @@ void estimate_dispersion(PointKind kind, PointData& d) {
       PointData::LineSums& l = d.line_sums[*o.line];
       l.sum += t;
       ++l.terms;
-      l.buckets.insert(o.bucket);
     }
+  }
+  for (const CellKey& key : cells_with_terms) {
+    if (key.second > 0) ++d.line_sums[key.first].cells;
   }
   d.dof = terms - static_cast<int64_t>(cells_with_terms.size());
   d.dispersion = d.dof > 0 ? sum / static_cast<double>(d.dof) : nan;
