@@ -51,7 +51,9 @@ if [ "${COZ_SKIP_SANITIZERS:-0}" != 1 ]; then
   unit_targets=()
   for source in "$top"/test/unit/*_test.cpp; do unit_targets+=("$(basename "$source" .cpp)"); done
   cmake --build "$asan_build" --target "${unit_targets[@]}"
-  # Everything but the integration tests (label) and the viewer's; a
+  # Everything but the integration tests (label), the viewer's and the
+  # verdict simulator (bench/verdicts: a minute in the main build, pure
+  # arithmetic whose code the analysis tests here already cover); a
   # *_NOT_BUILT placeholder is a test executable this step did not build.
   # libelfin (Debian's libelfin-dev) keeps every elf::elf in a reference
   # cycle with its sections: only "indirect" leaks, all inside libelf++.so;
@@ -61,7 +63,7 @@ if [ "${COZ_SKIP_SANITIZERS:-0}" != 1 ]; then
     LSAN_OPTIONS="suppressions=$asan_build/lsan.supp:print_suppressions=0" \
     ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-    ctest --output-on-failure -j2 --timeout 600 -LE integration -E '^Viewer\.|_NOT_BUILT$')
+    ctest --output-on-failure -j2 --timeout 600 -LE integration -E '^Viewer\.|^VerdictSimulator$|_NOT_BUILT$')
 fi
 
 # ---- the runtime's concurrent parts under ThreadSanitizer --------------------------
