@@ -155,7 +155,18 @@ struct RunResult {
   int experiments = 0;
   bool settled = false;
   int false_at_any_look = 0;  // looks whose settled answer held a false verdict
+  // What the status line stated at the look after kStatedLook experiments,
+  // when not settled by then: the experiments still needed (-1: not stated).
+  double stated_left = -1;
 };
+
+/// The runtime's share of experiments chosen by the monitor's aim
+/// (ExperimentScheduler::aimed_share in libcoz/core/experiment.h).
+constexpr double kAimedShare = 0.75;
+
+/// The look whose stated time left is checked against the real stop: ~5 s
+/// into a run, once the warm-up and the first aimed experiments are in.
+constexpr int kStatedLook = 100;
 
 /// Picks an index with probability proportional to `weights` (all zero: uniform).
 size_t pick(std::mt19937_64& rng, const std::vector<double>& weights) {
@@ -192,7 +203,7 @@ RunResult simulate(const Program& p, std::mt19937_64& rng, const Options& o) {
   RunResult r;
   std::string chunk;
   for (int n = 1; n <= o.max_experiments; ++n) {
-    const bool aim = !aimed.empty() && uniform(0, 1) < 0.75;
+    const bool aim = !aimed.empty() && uniform(0, 1) < kAimedShare;
     const size_t line = pick(rng, aim ? aimed : by_samples);
     const double share0 = aim ? baseline_share : 0.25;
     const double s = uniform(0, 1) < share0 ? 0.0 : std::uniform_int_distribution<int>(1, 20)(rng) / 20.0;
@@ -219,6 +230,7 @@ RunResult simulate(const Program& p, std::mt19937_64& rng, const Options& o) {
     const coz::analysis::Analysis a = coz::analysis::analyze(profile);
     const coz::analysis::Settling state = coz::analysis::settle_state(a, o.top);
     r.experiments = n;
+    if (n == kStatedLook && !state.settled) r.stated_left = coz::analysis::run_experiments_left(a, state, kAimedShare);
     if (state.settled) {
       r.settled = true;
       r.judged = judge(p, a);
@@ -270,6 +282,11 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   int with_false = 0, settled = 0, with_bottleneck = 0, found = 0, null_programs = 0, null_false = 0;
   std::vector<int> stops;
+  // The stated time left, against the real stop: within it, within twice it,
+  // or past twice it (a run stopped unsettled at the cap counts as past when
+  // twice the statement ended before the cap, and is left out otherwise).
+  int stated = 0, within_stated = 0, within_twice = 0, past_twice = 0;
+  std::vector<double> real_over_stated;
   for (int run = 0; run < o.runs; ++run) {
     // Each run's program and its noise from their own streams: the same seed
     // gives the same programs whatever the analysis decides.
@@ -278,6 +295,20 @@ int main(int argc, char** argv) {
     const Program p = draw_program(program_rng);
     const RunResult r = simulate(p, noise_rng, o);
     stops.push_back(r.experiments);
+    if (r.stated_left > 0) {
+      const double left = r.experiments - kStatedLook;
+      if (r.settled) {
+        ++stated;
+        within_stated += left <= r.stated_left;
+        within_twice += left <= 2 * r.stated_left;
+        past_twice += left > 2 * r.stated_left;
+        real_over_stated.push_back(left / r.stated_left);
+      } else if (kStatedLook + 2 * r.stated_left < o.max_experiments) {
+        ++stated;
+        ++past_twice;
+        real_over_stated.push_back(1e9);
+      }
+    }
     settled += r.settled;
     with_false += r.judged.false_verdicts > 0;
     with_bottleneck += r.judged.has_bottleneck;
@@ -300,6 +331,12 @@ int main(int argc, char** argv) {
   std::printf("settled: %d of %d; median stop %d experiments (~%.0f s)\n", settled, o.runs,
               stops.empty() ? 0 : stops[stops.size() / 2], median_s);
   std::printf("bottlenecks (10+ points at 50%%) all found: %d of %d runs that have one\n", found, with_bottleneck);
+  std::sort(real_over_stated.begin(), real_over_stated.end());
+  const double median_ratio = real_over_stated.empty() ? 0 : real_over_stated[real_over_stated.size() / 2];
+  std::printf("time left stated at %d experiments, against the stop (%d runs judged): within it %d, within twice it %d, "
+              "past twice it %d; median real/stated %s\n",
+              kStatedLook, stated, within_stated, within_twice, past_twice,
+              median_ratio >= 1e9 ? "past the cap" : fmt::format("{:.2f}", median_ratio).c_str());
   const double false_share = 100.0 * with_false / std::max(1, o.runs);
   if (o.fail_above >= 0 && false_share > o.fail_above) {
     std::printf("FAILED: %.1f%% of runs with a false verdict, more than %.1f%%\n", false_share, o.fail_above);

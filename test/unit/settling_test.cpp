@@ -240,6 +240,47 @@ TEST(Settling, NothingMeasuredIsNotSettled) {
   EXPECT_FALSE(settle_state(analyze(Profile{}), 3).settled);
 }
 
+/// An undecided line of point "p" that needs `needed` more experiments.
+LineEffect open_line(const std::string& line, double sample_share, uint64_t needed) {
+  LineEffect e;
+  e.line = line;
+  e.point = "p";
+  e.label = Label::Undecided;
+  e.measured = true;
+  e.measured_experiments = 20;
+  e.experiments = 30;
+  e.impact = 0.1;
+  e.impact_se = 0.05;
+  e.impact_low = -0.05;
+  e.impact_high = 0.25;
+  e.sample_share = sample_share;
+  e.experiments_needed = needed;
+  return e;
+}
+
+// The status line's time left: each blocking line at its own share of the
+// run's experiments, the answer waiting for the slowest. A hot and a rare
+// line need 100 experiments each: chosen by samples, the rare one (1% of
+// them) holds the answer for 100 / 0.01; aimed, its floor in the aim's
+// weights gives it more.
+TEST(Settling, TheTimeLeftWaitsForTheSlowestLineAtItsShare) {
+  Analysis a;
+  a.points.push_back(PointSummary{.name = "p"});
+  a.effects = {open_line("a.c:1", 0.5, 100), open_line("a.c:2", 0.01, 100)};
+  const Settling state = settle_state(a, 2);
+  ASSERT_EQ(state.points.size(), 1u);
+  ASSERT_EQ(state.points[0].blocking.size(), 2u);
+  EXPECT_EQ(state.experiments_to_settle, 200u);
+  EXPECT_DOUBLE_EQ(run_experiments_left(a, state, 0.0), 100 / 0.01);
+  // Aimed: weights 1 x (0.1 + share), 0.6 and 0.11 of 0.71.
+  const double rare_share = 0.75 * 0.11 / 0.71 + 0.25 * 0.01;
+  EXPECT_NEAR(run_experiments_left(a, state, 0.75), 100 / rare_share, 1e-6);
+  a.effects[1].experiments_needed = 0;
+  a.effects[1].label = Label::NoEffect;
+  const Settling one_left = settle_state(a, 2);
+  EXPECT_NEAR(run_experiments_left(a, one_left, 0.0), 100 / 0.5, 1e-9);
+}
+
 // --- aim ---
 
 TEST(Aim, AnOpenLineWithManySamplesGetsMoreExperimentsThanASettledOne) {

@@ -157,4 +157,30 @@ std::vector<AimWeight> aim_weights(const Analysis& analysis, const Settling& sta
   return out;
 }
 
+double run_experiments_left(const Analysis& analysis, const Settling& state, double aimed_share) {
+  std::map<std::string, double> weight;
+  double total_weight = 0;
+  for (const AimWeight& w : aim_weights(analysis, state)) {
+    weight[w.unit] = w.weight;
+    total_weight += w.weight;
+  }
+  std::map<std::string, std::pair<double, uint64_t>> line;  // share of the samples, experiments to settle
+  for (const LineEffect& e : analysis.effects) {
+    auto& [share, needed] = line[e.line];
+    share = std::max(share, e.sample_share);
+    needed = std::max(needed, experiments_to_settle(e));
+  }
+  double left = 0;
+  for (const PointSettling& p : state.points) {
+    for (const std::string& unit : p.blocking) {
+      const auto& [sample_share, needed] = line[unit];
+      const double aimed = total_weight > 0 ? weight[unit] / total_weight : 0.0;
+      const double share = aimed_share * aimed + (1.0 - aimed_share) * sample_share;
+      if (needed == 0) continue;
+      left = std::max(left, share > 0 ? static_cast<double>(needed) / share : static_cast<double>(max_counted_experiments));
+    }
+  }
+  return left;
+}
+
 }  // namespace coz::analysis

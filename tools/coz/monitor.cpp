@@ -163,8 +163,8 @@ struct Monitor {
     in.stopped = wanted.stop;
     if (!state.settled && run_experiments > 0 && state.experiments_to_settle > 0) {
       double per_experiment = static_cast<double>(elapsed) / 1e9 / static_cast<double>(run_experiments);
-      double share = options.aim ? ExperimentScheduler::aimed_share : 1.0;
-      in.seconds_left = static_cast<double>(state.experiments_to_settle) * per_experiment / share;
+      double aimed = options.aim && run_experiments >= warm_up_experiments ? ExperimentScheduler::aimed_share : 0.0;
+      in.seconds_left = analysis::run_experiments_left(a, state, aimed) * per_experiment;
     }
 
     // Under the lock, so that nothing is printed once the runtime said the
