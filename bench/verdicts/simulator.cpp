@@ -17,8 +17,10 @@
 // down" on a line whose effect at 50% is within +-2 points (or of the other
 // sign), or "no effect" on one whose effect at 50% is 5 points or more.
 //
-// Usage: coz_verdict_sim [--runs N] [--seed S] [--max-experiments N]
+// Usage: coz_verdict_sim [--runs N] [--from RUN] [--seed S] [--max-experiments N]
 //                        [--top N] [--verbose] [--fail-above PERCENT]
+// --from: the first run's number, so that one seed's runs can be split
+// between processes (runs 0-499 and 500-999 are the 1,000 of one call).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -41,6 +43,7 @@ using coz::analysis::Label;
 
 struct Options {
   int runs = 1000;
+  int from = 0;
   uint64_t seed = 49;
   int max_experiments = 2400;  // ~2 minutes of 50-ms experiments
   size_t top = coz::analysis::default_settle_top;
@@ -263,6 +266,7 @@ Options parse(int argc, char** argv) {
       return argv[++i];
     };
     if (arg == "--runs") o.runs = std::stoi(value());
+    else if (arg == "--from") o.from = std::stoi(value());
     else if (arg == "--seed") o.seed = std::stoull(value());
     else if (arg == "--max-experiments") o.max_experiments = std::stoi(value());
     else if (arg == "--top") o.top = static_cast<size_t>(std::stoul(value()));
@@ -287,7 +291,7 @@ int main(int argc, char** argv) {
   // twice the statement ended before the cap, and is left out otherwise).
   int stated = 0, within_stated = 0, within_twice = 0, past_twice = 0;
   std::vector<double> real_over_stated;
-  for (int run = 0; run < o.runs; ++run) {
+  for (int run = o.from; run < o.from + o.runs; ++run) {
     // Each run's program and its noise from their own streams: the same seed
     // gives the same programs whatever the analysis decides.
     std::mt19937_64 program_rng(o.seed * 1000003 + static_cast<uint64_t>(run));
