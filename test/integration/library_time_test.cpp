@@ -221,18 +221,31 @@ void check_library_case(const LibraryCase& c, const TempDir& scratch, const std:
     run_options = {"-b", "*/" + c.exe.substr(c.exe.rfind('/') + 1)};  // the program, not the launcher
     command.insert(command.begin(), c.launcher);
   }
-  const ProcessResult process = coz_run(profile_path, run_options, command, scratch);
+  analysis::AnalysisOptions options;
+  options.min_experiments = kMinExperiments;
+  options.point = kPoint;
+  ProcessResult process;
+  std::optional<analysis::Profile> profile;
+  analysis::Analysis result;
+  // A run with much of the machine stolen is made again: its experiments
+  // spread too much for an interval valid at every look to exclude 0 after
+  // a few seconds (write_work +27% [-0.9, +55] from 49 experiments with 35%
+  // stolen, a fresh clone's run, stop 56).
+  again_under_steal(c.source, [&](int) {
+    process = coz_run(profile_path, run_options, command, scratch);
+    profile = read_profile(profile_path);
+    if (!process.exited || process.exit_status != 0 || !profile) return AttemptVerdict{};  // asserted below
+    result = analysis::analyze(*profile, options);
+    const analysis::LineEffect* e = find_effect(result, line, kPoint);
+    const bool holds = !result.effects.empty() && location_matches(result.effects.front().line, line) && e &&
+                       e->impact_low > 0.0;
+    return AttemptVerdict{holds, profile->sampling.steal_share()};
+  });
   ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
   if (!c.launcher.empty()) {
     ASSERT_NE(process.err.find("CPU-time timers"), std::string::npos) << process.err;
   }
-  const std::optional<analysis::Profile> profile = read_profile(profile_path);
   ASSERT_TRUE(profile) << "no profile written";
-
-  analysis::AnalysisOptions options;
-  options.min_experiments = kMinExperiments;
-  options.point = kPoint;
-  const analysis::Analysis result = analysis::analyze(*profile, options);
   const std::string context = describe_experiments(*profile) + "\n" + describe(result);
 
   const SamplingTotals sampling = read_sampling_records(profile_path);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <optional>
 #include <cstdlib>
 #include <string>
 
@@ -51,11 +52,21 @@ TEST_F(SettleTest, UntilSettledEndsTheExperimentsWhileTheProgramRunsOn) {
   // ~13 s of items plain. The answer settles in a few seconds, later the
   // more a hypervisor takes: in a Firecracker VM 2.1-4.1 s with 0.1-1% of
   // the machine's time stolen, 5.6 and 7.8 s with 3-5%, and now and then
-  // not before 20,000 items (~11.5 s under coz run) had ended.
-  ProcessResult r = coz_run(profile_path(), {"--until-settled", "--top", "2"},
-                            {PIPELINE_EXE, "-n", std::to_string(scaled(30'000))}, scratch_);
+  // not before 20,000 items (~11.5 s under coz run) had ended. With 20% of
+  // the machine stolen (a fresh clone's run, stop 56) the intervals, valid
+  // at every look, were still too wide after 373 experiments: such a run is
+  // made again.
+  ProcessResult r;
+  Ends ends;
+  again_under_steal("pipeline --until-settled", [&](int) {
+    r = coz_run(profile_path(), {"--until-settled", "--top", "2"}, {PIPELINE_EXE, "-n", std::to_string(scaled(30'000))},
+                scratch_);
+    ends = ends_of(profile_path());
+    const std::optional<analysis::Profile> profile = read_profile(profile_path());
+    const bool holds = r.exited && r.exit_status == 0 && ends.stop_reasons == std::vector<std::string>{"settled"};
+    return AttemptVerdict{holds, profile ? profile->sampling.steal_share() : 0.0};
+  });
   ASSERT_TRUE(r.exited && r.exit_status == 0) << describe(r);
-  Ends ends = ends_of(profile_path());
   ASSERT_EQ(ends.stop_reasons, std::vector<std::string>{"settled"}) << read_text(profile_path()).substr(0, 2000);
   ASSERT_GT(ends.runtime, 0);
   // The program ran on for seconds after the experiments stopped, and none came after.
