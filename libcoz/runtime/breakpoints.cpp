@@ -2,6 +2,7 @@
 
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
+#include <sys/ucontext.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -103,11 +104,27 @@ void forget_thread_breakpoints(ThreadState& t) {
   }
 }
 
+bool claim_breakpoint_trap(Breakpoints& bps, const siginfo_t* info, void* context) {
+  if (info->si_code != TRAP_BRKPT && info->si_code != TRAP_HWBKPT) return false;
+  auto* uc = static_cast<ucontext_t*>(context);
+  const auto ip = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  for (int i = 0; i < bps.count; ++i) {
+    if (bps.address[i] != ip) continue;
+    bps.trapped[i].fetch_add(1, std::memory_order_relaxed);
+    constexpr greg_t resume_flag = 1 << 16;  // X86_EFLAGS_RF: the instruction's own breakpoint does not fire again
+    uc->uc_mcontext.gregs[REG_EFL] |= resume_flag;
+    return true;
+  }
+  return false;
+}
+
 void refresh_breakpoint_counters(Runtime& rt) {
   Breakpoints& bps = rt.breakpoints;
   if (bps.count == 0) return;
   uint64_t totals[max_breakpoints];
-  for (int i = 0; i < bps.count; ++i) totals[i] = bps.exited[i].load(std::memory_order_relaxed);
+  for (int i = 0; i < bps.count; ++i) {
+    totals[i] = bps.exited[i].load(std::memory_order_relaxed) + bps.trapped[i].load(std::memory_order_relaxed);
+  }
   for_each_thread([&](ThreadState& t) {
     for (int i = 0; i < bps.count; ++i) {
       if (t.breakpoint_fd[i] >= 0) totals[i] += read_count(t.breakpoint_fd[i]);

@@ -392,6 +392,7 @@ void start() {
       _exit(2);
     }
     forget_thread_breakpoints(probe);
+    if (!install_trap_handler()) log::warn("cannot take SIGTRAP: a breakpoint's stray trap would end the program");
   }
 
   choose_descriptor_table(*rt);

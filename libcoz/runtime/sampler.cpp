@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "breakpoints.h"
 #include "cpu_rings.h"
 #include "descriptors.h"
 #include "log.h"
@@ -572,6 +573,10 @@ void handle_trap(Runtime& rt, ThreadState& t, siginfo_t* info, void* context) {
 
 void on_sample_signal(int sig, siginfo_t* info, void* context) {
   if (!is_runtime_signal(sig, info)) {
+    if (sig == trap_signal) {
+      Runtime* rt = runtime();
+      if (rt && claim_breakpoint_trap(rt->breakpoints, info, context)) return;
+    }
     deliver_to_program(sig, info, context);  // kill, raise, sigqueue, int3... from the program
     return;
   }
@@ -877,6 +882,8 @@ long perf_event_open(perf_event_attr* attr, int tid = 0) {
 bool install_sample_handler() {
   return install_sample_signal(sample_signal, &signal_safe::on_sample_signal);
 }
+
+bool install_trap_handler() { return install_sample_signal(trap_signal, &signal_safe::on_sample_signal); }
 
 /// A second sampler for the thread's time in the kernel, where the system
 /// allows it (perf_event_paranoid <= 1, or CAP_PERFMON); only its samples

@@ -19,6 +19,9 @@ namespace coz {
 
 /// Installs the sample signal handler (once per process).
 bool install_sample_handler();
+/// Takes SIGTRAP too, whatever the samplers: the breakpoints of command-line
+/// progress points can raise it (claim_breakpoint_trap).
+bool install_trap_handler();
 
 /// Decides, on the calling thread before any other thread of the program
 /// starts, how threads sample and where their time in the kernel goes:
