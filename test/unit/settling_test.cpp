@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -240,19 +241,15 @@ TEST(Settling, NothingMeasuredIsNotSettled) {
   EXPECT_FALSE(settle_state(analyze(Profile{}), 3).settled);
 }
 
-/// An undecided line of point "p" that needs `needed` more experiments.
-LineEffect open_line(const std::string& line, double sample_share, uint64_t needed) {
+/// An undecided line of point "p", measured enough to be judged, that needs
+/// `needed` more experiments (nullopt: unknowable).
+LineEffect open_line(const std::string& line, double sample_share, std::optional<uint64_t> needed = std::nullopt) {
   LineEffect e;
   e.line = line;
   e.point = "p";
   e.label = Label::Undecided;
   e.measured = true;
   e.measured_experiments = 20;
-  e.experiments = 30;
-  e.impact = 0.1;
-  e.impact_se = 0.05;
-  e.impact_low = -0.05;
-  e.impact_high = 0.25;
   e.sample_share = sample_share;
   e.experiments_needed = needed;
   return e;
@@ -309,16 +306,7 @@ TEST(Aim, RarelySampledLinesDoNotTakeTheAimedExperiments) {
   // One line blocks the answer; forty others are open but almost never
   // sampled (memcached had dozens): their experiments would insert no delay.
   Analysis a;
-  auto add = [&](const std::string& line, double share) {
-    LineEffect e;
-    e.line = line;
-    e.point = "p";
-    e.label = Label::Undecided;
-    e.measured = true;
-    e.measured_experiments = 20;
-    e.sample_share = share;
-    a.effects.push_back(e);
-  };
+  auto add = [&](const std::string& line, double share) { a.effects.push_back(open_line(line, share)); };
   add("hot.c:1", 0.5);
   for (int i = 0; i < 40; ++i) add("rare.c:" + std::to_string(i + 1), 0.0005);
   Settling state;
