@@ -54,8 +54,6 @@ void TwoPhase::record(const ExperimentResult& result) {
   if (std::optional<double> rate = rate_of(result)) {
     if (result.speedup == 0) {
       // The baselines are pooled: any unit's 0% experiment measures the same program.
-      baseline_visits_ += *rate * static_cast<double>(result.duration_ns);
-      baseline_ns_ += static_cast<double>(result.duration_ns);
       baselines_.push_back({0, *rate, static_cast<double>(result.duration_ns)});
     } else if (*rate > 0) {
       by_unit_[result.selected].push_back({result.speedup, *rate, static_cast<double>(result.duration_ns)});
@@ -67,32 +65,20 @@ void TwoPhase::record(const ExperimentResult& result) {
   }
 }
 
-/// The weighted least-squares fit of one unit's rate gains against its
-/// speedups, through the origin (estimate() says why), with its own residual
-/// variance per unit weight (0 with a single experiment).
-TwoPhase::Fit TwoPhase::fit(const std::vector<Observation>& obs, double base_rate) {
-  double swsz = 0, swss = 0, sw = 0;
-  for (const Observation& o : obs) {
-    double z = o.rate / base_rate - 1.0;
-    swsz += o.weight * o.speedup * z;
-    swss += o.weight * o.speedup * o.speedup;
-    sw += o.weight;
+std::optional<double> TwoPhase::base_rate() const {
+  double visits = 0, ns = 0;
+  for (const Observation& o : baselines_) {
+    visits += o.rate * o.weight;
+    ns += o.weight;
   }
-  Fit f;
-  f.slope = swsz / swss;
-  f.swss = swss;
-  f.mean_weight = sw / static_cast<double>(obs.size());
-  for (const Observation& o : obs) {
-    double r = o.rate / base_rate - 1.0 - f.slope * o.speedup;
-    f.residual += o.weight * r * r / f.mean_weight;
-  }
-  return f;
+  if (ns == 0 || visits == 0) return std::nullopt;
+  return visits / ns;
 }
 
 std::optional<TwoPhase::Estimate> TwoPhase::estimate(const std::string& unit) const {
   auto it = by_unit_.find(unit);
-  if (it == by_unit_.end() || baseline_ns_ == 0 || baseline_visits_ == 0) return std::nullopt;
-  double base_rate = baseline_visits_ / baseline_ns_;
+  const std::optional<double> base = base_rate();
+  if (it == by_unit_.end() || !base) return std::nullopt;
   // The rate gain z = rate / baseline rate - 1 against line speedup s,
   // fitted as z = b s by least squares through the origin, each experiment
   // weighted by its length. Through the origin: an experiment at 5% says
@@ -102,19 +88,34 @@ std::optional<TwoPhase::Estimate> TwoPhase::estimate(const std::string& unit) co
   // a burst of load) is a bounded -1 there instead of an unbounded negative.
   // This orders the functions only; the analysis makes the verdicts.
   const std::vector<Observation>& obs = it->second;
-  const Fit f = fit(obs, base_rate);
+  double swsz = 0, swss = 0, sw = 0;
+  for (const Observation& o : obs) {
+    double z = o.rate / *base - 1.0;
+    swsz += o.weight * o.speedup * z;
+    swss += o.weight * o.speedup * o.speedup;
+    sw += o.weight;
+  }
   Estimate e;
   e.experiments = obs.size();
-  e.slope = f.slope;
-  // The spread of one experiment: the unit's own, but never below the
-  // baselines' (noise_variance). A unit's own from its 5-9 experiments is
-  // itself noisy: among sixty functions, the one whose few experiments
-  // happened to agree got a narrow interval and won (many_functions' f61,
-  // +6.8% +-2.2 after 9 experiments, no effect in truth).
+  e.slope = swsz / swss;
+  // The spread of one experiment of the mean weight: the unit's own, but
+  // never below the baselines' (noise_variance). A unit's own from its 5-9
+  // experiments is itself noisy: among sixty functions, the one whose few
+  // experiments happened to agree got a narrow interval and won
+  // (many_functions' f61, +6.8% +-2.2 after 9 experiments, no effect in truth).
   const double n = static_cast<double>(obs.size());
-  const double own = n > 1 ? f.residual / (n - 1) : 0;
-  const double variance = std::max(own, noise_variance(base_rate));
-  if (n > 1 || variance > 0) e.se = std::sqrt(variance * f.mean_weight / f.swss);
+  const double mean_weight = sw / n;
+  double own = 0;
+  if (n > 1) {
+    double residual = 0;
+    for (const Observation& o : obs) {
+      double r = o.rate / *base - 1.0 - e.slope * o.speedup;
+      residual += o.weight * r * r;
+    }
+    own = residual / mean_weight / (n - 1);
+  }
+  const double variance = std::max(own, noise_variance(*base));
+  e.se = std::sqrt(variance * mean_weight / swss);
   return e;
 }
 

@@ -75,13 +75,8 @@ class TwoPhase {
     double rate;    // visits per effective ns
     double weight;  // the experiment's effective ns
   };
-  struct Fit {
-    double slope = 0;
-    double swss = 0;         // sum of weight x speedup^2
-    double mean_weight = 0;  // of the unit's experiments
-    double residual = 0;     // weighted residual sum of squares, in units of the mean weight
-  };
-  static Fit fit(const std::vector<Observation>& obs, double base_rate);
+  /// The pooled 0% experiments' visits per ns; none before there are any.
+  std::optional<double> base_rate() const;
   double noise_variance(double base_rate) const;
   void choose_winners();
   /// Visits per ns of an experiment: its throughput points' visits (or its
@@ -91,7 +86,6 @@ class TwoPhase {
   Limits limits_;
   Phase phase_ = Phase::Undecided;
   size_t experiments_ = 0;
-  double baseline_visits_ = 0, baseline_ns_ = 0;
   std::vector<Observation> baselines_;
   std::map<std::string, std::vector<Observation>> by_unit_;
   std::vector<std::string> winners_;
