@@ -233,7 +233,6 @@ RunResult simulate(const Program& p, std::mt19937_64& rng, const Options& o) {
     const coz::analysis::Analysis a = coz::analysis::analyze(profile);
     const coz::analysis::Settling state = coz::analysis::settle_state(a, o.top);
     r.experiments = n;
-    if (n == kStatedLook && !state.settled) r.stated_left = coz::analysis::run_experiments_left(a, state, kAimedShare);
     if (state.settled) {
       r.settled = true;
       r.judged = judge(p, a);
@@ -241,6 +240,7 @@ RunResult simulate(const Program& p, std::mt19937_64& rng, const Options& o) {
     }
     if (n >= 10) {
       const std::vector<coz::analysis::AimWeight> weights = coz::analysis::aim_weights(a, state);
+      if (n == kStatedLook) r.stated_left = coz::analysis::run_experiments_left(a, state, weights, kAimedShare);
       aimed.assign(p.lines.size(), 0.0);
       for (const coz::analysis::AimWeight& w : weights) {
         const auto at = std::find(p.lines.begin(), p.lines.end(), w.unit);

@@ -268,14 +268,14 @@ TEST(Settling, TheTimeLeftWaitsForTheSlowestLineAtItsShare) {
   ASSERT_EQ(state.points.size(), 1u);
   ASSERT_EQ(state.points[0].blocking.size(), 2u);
   EXPECT_EQ(state.experiments_to_settle, 200u);
-  EXPECT_DOUBLE_EQ(run_experiments_left(a, state, 0.0), 100 / 0.01);
+  EXPECT_DOUBLE_EQ(run_experiments_left(a, state, {}, 0.75), 100 / 0.01);
   // Aimed: weights 1 x (0.1 + share), 0.6 and 0.11 of 0.71.
   const double rare_share = 0.75 * 0.11 / 0.71 + 0.25 * 0.01;
-  EXPECT_NEAR(run_experiments_left(a, state, 0.75), 100 / rare_share, 1e-6);
+  EXPECT_NEAR(run_experiments_left(a, state, aim_weights(a, state), 0.75), 100 / rare_share, 1e-6);
   a.effects[1].experiments_needed = 0;
   a.effects[1].label = Label::NoEffect;
   const Settling one_left = settle_state(a, 2);
-  EXPECT_NEAR(run_experiments_left(a, one_left, 0.0), 100 / 0.5, 1e-9);
+  EXPECT_NEAR(run_experiments_left(a, one_left, {}, 0.75), 100 / 0.5, 1e-9);
 }
 
 // --- aim ---

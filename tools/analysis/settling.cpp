@@ -157,10 +157,12 @@ std::vector<AimWeight> aim_weights(const Analysis& analysis, const Settling& sta
   return out;
 }
 
-double run_experiments_left(const Analysis& analysis, const Settling& state, double aimed_share) {
+double run_experiments_left(const Analysis& analysis, const Settling& state, const std::vector<AimWeight>& aim,
+                            double aimed_share) {
+  if (aim.empty()) aimed_share = 0.0;
   std::map<std::string, double> weight;
   double total_weight = 0;
-  for (const AimWeight& w : aim_weights(analysis, state)) {
+  for (const AimWeight& w : aim) {
     weight[w.unit] = w.weight;
     total_weight += w.weight;
   }

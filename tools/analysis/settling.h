@@ -57,16 +57,6 @@ struct Settling {
 
 Settling settle_state(const Analysis& analysis, size_t top = default_settle_top);
 
-/// The run's experiments until its answer is settled, as far as known: each
-/// blocking line needs its experiments_to_settle, at its own share of the
-/// run's experiments (`aimed_share` of them by aim_weights, the rest by
-/// samples, as the runtime chooses; 0 without an aim), and the answer waits
-/// for the slowest. The sum of the lines' needs over the aimed share, as
-/// the status line said before, assumed the aim gave the blocking lines
-/// everything: in coz_verdict_sim it was reached by a median 1.0 of settled
-/// runs but fell short by far where a line's share was small.
-double run_experiments_left(const Analysis& analysis, const Settling& state, double aimed_share);
-
 /// An experiment unit and how much the next experiments should go to it.
 struct AimWeight {
   std::string unit;
@@ -85,5 +75,17 @@ std::vector<AimWeight> aim_weights(const Analysis& analysis, const Settling& sta
 /// min_settle_experiments measured ones, which 0% experiments do not add to.
 /// 0 (the runtime's own) when nothing blocks.
 double aim_baseline_share(const Settling& state);
+
+/// The run's experiments until its answer is settled, as far as known: each
+/// blocking line needs its experiments_to_settle, at its own share of the
+/// run's experiments (`aimed_share` of them by `aim`, the weights aim_weights
+/// gave for the same state, the rest by samples, as the runtime chooses; all
+/// by samples when `aim` is empty), and the answer waits for the slowest.
+/// The sum of the lines' needs over the aimed share, as the status line said
+/// before, assumed the aim gave the blocking lines everything: in
+/// coz_verdict_sim it was reached by a median 1.0 of settled runs but fell
+/// short by far where a line's share was small.
+double run_experiments_left(const Analysis& analysis, const Settling& state, const std::vector<AimWeight>& aim,
+                            double aimed_share);
 
 }  // namespace coz::analysis

@@ -150,8 +150,11 @@ struct Monitor {
 
     Control wanted;
     wanted.stop = stopped.empty() ? stop_now : stopped;
-    if (options.aim && run_experiments >= warm_up_experiments && wanted.stop.empty()) {
-      for (const analysis::AimWeight& w : analysis::aim_weights(a, state)) wanted.aim.push_back({w.unit, rounded(w.weight)});
+    // The aim's weights, once: the runtime's aim and the time left both use them.
+    std::vector<analysis::AimWeight> aim;
+    if (options.aim && run_experiments >= warm_up_experiments) aim = analysis::aim_weights(a, state);
+    if (!aim.empty() && wanted.stop.empty()) {
+      for (const analysis::AimWeight& w : aim) wanted.aim.push_back({w.unit, rounded(w.weight)});
       wanted.baseline_share = rounded(analysis::aim_baseline_share(state));
     }
 
@@ -163,8 +166,8 @@ struct Monitor {
     in.stopped = wanted.stop;
     if (!state.settled && run_experiments > 0 && state.experiments_to_settle > 0) {
       double per_experiment = static_cast<double>(elapsed) / 1e9 / static_cast<double>(run_experiments);
-      double aimed = options.aim && run_experiments >= warm_up_experiments ? ExperimentScheduler::aimed_share : 0.0;
-      in.seconds_left = analysis::run_experiments_left(a, state, aimed) * per_experiment;
+      in.seconds_left =
+          analysis::run_experiments_left(a, state, aim, ExperimentScheduler::aimed_share) * per_experiment;
     }
 
     // Under the lock, so that nothing is printed once the runtime said the
