@@ -35,29 +35,37 @@ bool parse_run_delay(const char* p, uint64_t& waiting_ns) {
   return true;
 }
 
+/// Opens thread `t`'s schedstat file and moves it above the program's
+/// descriptors (descriptors::adopt); under thread_list_lock. False past
+/// max_open_files or if /proc refuses.
+bool open_schedstat(ThreadState& t) {
+  if (t.schedstat_fd >= 0) return true;
+  if (g_open_files >= max_open_files) return false;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", t.tid);
+  const long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  t.schedstat_fd = descriptors::adopt(static_cast<int>(fd));
+  ++g_open_files;
+  return true;
+}
+
 /// The run delay of thread `t` from its schedstat file, under thread_list_lock.
-/// Opening a file takes the lowest free number for a moment: a program that
-/// closes and reopens a file while the runtime works would get another
-/// number (OwnershipTest). So each thread's file is opened once, moved above
-/// the program's reach (descriptors::adopt), and re-read from offset 0.
+/// Each thread's file is opened once, at its start (open_core_use_file), and
+/// re-read from offset 0; here only for a thread that had none (a forked
+/// child's, one past max_open_files at its start).
 ///
 /// In a descriptor table of the runtime's own (docs/descriptors.md) no
 /// number is the program's, and a thread that exits could not close a file
 /// of that table: each read opens and closes its file there.
 bool read_run_delay(ThreadState& t, uint64_t& waiting_ns) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", t.tid);
   if (descriptors::own_table()) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", t.tid);
     char buf[96];
     return sys::read_small_file(path, buf, sizeof buf) > 0 && parse_run_delay(buf, waiting_ns);
   }
-  if (t.schedstat_fd < 0) {
-    if (g_open_files >= max_open_files) return false;
-    const long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    t.schedstat_fd = descriptors::adopt(static_cast<int>(fd));
-    ++g_open_files;
-  }
+  if (!open_schedstat(t)) return false;
   char buf[96];
   const long n = sys::raw_syscall6(SYS_pread64, t.schedstat_fd, reinterpret_cast<long>(buf), sizeof buf - 1, 0);
   if (n <= 0) return false;
@@ -102,6 +110,10 @@ void snapshot_core_use_again(const CoreUseSnapshot& begin, CoreUseSnapshot& out)
       break;
     }
   }
+}
+
+void open_core_use_file(ThreadState& t) {
+  if (!descriptors::own_table()) open_schedstat(t);
 }
 
 void close_core_use_file(ThreadState& t) {

@@ -36,6 +36,14 @@ void snapshot_core_use(CoreUseSnapshot& out);
 void snapshot_core_use_again(const CoreUseSnapshot& begin, CoreUseSnapshot& out);
 
 struct ThreadState;
+/// Opens the thread's schedstat file as it starts (register_current_thread,
+/// under the list's lock). Opening takes the lowest free number until the
+/// file moves up: the profiler thread opening it at an experiment, on a
+/// loaded machine that preempted it in between, took the number of up to 25
+/// of the program's reopens (OwnershipTest, fd_reuse beside two spinning
+/// loops: 4 runs of 12). At the thread's start the window is the one its
+/// sampler's perf_event_open has anyway (docs/descriptors.md).
+void open_core_use_file(ThreadState& t);
 /// Closes the thread's schedstat file as it leaves the thread list, or as a
 /// forked child forgets the parent's threads (under the list's lock).
 void close_core_use_file(ThreadState& t);

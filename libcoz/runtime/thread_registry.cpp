@@ -97,6 +97,7 @@ void record_stack_bounds(ThreadState& t) {
   }
   SignalsDeferred deferred;  // under the lock the exit's last records take
   FutexGuard guard(g_list_lock);
+  open_core_use_file(*t);
   g_threads.push_back(t);
 }
 
