@@ -270,7 +270,7 @@ TEST_F(OwnershipTest, AnOutputThatIsNotARegularFileIsRefused) {
     SCOPED_TRACE("-o " + output);
     std::vector<std::string> argv = {COZ_EXE, "run", "-o", output, "---", OWNER_WORK_EXE, "--ms", "50"};
     const ProcessResult refused = run_process(argv, scratch_, std::chrono::seconds(10));
-    EXPECT_TRUE(refused.exited && refused.exit_status == 2) << describe(refused);
+    EXPECT_TRUE(refused.exited && refused.exit_status == 125) << describe(refused);
     EXPECT_EQ(lines_of(refused.err).size(), 1u) << refused.err;
     EXPECT_NE(refused.err.find("not a regular file"), std::string::npos) << refused.err;
     EXPECT_EQ(refused.out, "") << "the program must not run";
@@ -349,7 +349,7 @@ TEST_F(OwnershipTest, APlantedLinkAtTheProfileIsNotFollowed) {
 
   const ProcessResult refused =
       run_process({COZ_EXE, "run", "-o", link, "---", OWNER_WORK_EXE, "--ms", "50"}, scratch_, std::chrono::seconds(10));
-  EXPECT_TRUE(refused.exited && refused.exit_status == 2) << describe(refused);
+  EXPECT_TRUE(refused.exited && refused.exit_status == 125) << describe(refused);
   EXPECT_EQ(lines_of(refused.err).size(), 1u) << refused.err;
   EXPECT_NE(refused.err.find("symbolic link"), std::string::npos) << refused.err;
 

@@ -978,14 +978,17 @@ TEST_F(RobustnessTest, ProgressPointOnALineWithoutCodeFails) {
 }
 
 // ======================================================================================
-// Bad command lines: one-line error, non-zero exit, no profile created.
+// Bad command lines: one-line error, no profile created, and an exit status a
+// wrapping script tells from the program's: 125 coz failed, 126 the program
+// cannot be executed, 127 it is not found (as env(1) and timeout(1)).
 // ======================================================================================
 
 class CliErrorTest : public RobustnessTest {
  protected:
-  void expect_error(const ProcessResult& result, const std::string& mention, const std::string& profile) {
+  void expect_error(const ProcessResult& result, const std::string& mention, const std::string& profile,
+                    int status = 125) {
     EXPECT_TRUE(result.exited) << describe(result);
-    EXPECT_NE(result.exit_status, 0) << describe(result);
+    EXPECT_EQ(result.exit_status, status) << describe(result);
     EXPECT_EQ(lines_of(result.err).size(), 1u) << "stderr:\n" << result.err;
     EXPECT_NE(result.err.find(mention), std::string::npos) << "stderr does not mention " << mention << ":\n"
                                                            << result.err;
@@ -998,6 +1001,12 @@ TEST_F(CliErrorTest, UnknownOption) {
   expect_error(run({"--no-such-option"}, {TWO_THREADS_EXE, "-n", "10"}), "no-such-option", profile_path());
 }
 
+// Options are matched whole: a prefix is not silently taken for the option it starts.
+TEST_F(CliErrorTest, AnOptionsPrefixIsNotGuessed) {
+  expect_error(run({"--out", scratch_.file("other.coz")}, {TWO_THREADS_EXE, "-n", "10"}), "--out", profile_path());
+  EXPECT_FALSE(fs::exists(scratch_.file("other.coz")));
+}
+
 TEST_F(CliErrorTest, MissingSeparator) {
   expect_error(run_process({COZ_EXE, "run", "-o", profile_path(), TWO_THREADS_EXE, "-n", "10"}, scratch_), "---",
                profile_path());
@@ -1008,22 +1017,22 @@ TEST_F(CliErrorTest, NothingAfterSeparator) {
 }
 
 TEST_F(CliErrorTest, ProgramMissing) {
-  expect_error(run({}, {"/nonexistent/coz-robust-program"}), "/nonexistent/coz-robust-program", profile_path());
+  expect_error(run({}, {"/nonexistent/coz-robust-program"}), "/nonexistent/coz-robust-program", profile_path(), 127);
 }
 
 TEST_F(CliErrorTest, ProgramMissingFromPath) {
-  expect_error(run({}, {"coz-robust-no-such-program"}), "coz-robust-no-such-program", profile_path());
+  expect_error(run({}, {"coz-robust-no-such-program"}), "coz-robust-no-such-program", profile_path(), 127);
 }
 
 TEST_F(CliErrorTest, ProgramNotExecutable) {
   const std::string script = scratch_.file("not-executable");
   std::ofstream(script) << "#!/bin/sh\necho ran\n";
   fs::permissions(script, fs::perms::owner_read | fs::perms::owner_write);
-  expect_error(run({}, {script}), "not-executable", profile_path());
+  expect_error(run({}, {script}), "not-executable", profile_path(), 126);
 }
 
 TEST_F(CliErrorTest, ProgramIsADirectory) {
-  expect_error(run({}, {scratch_.path()}), scratch_.path(), profile_path());
+  expect_error(run({}, {scratch_.path()}), scratch_.path(), profile_path(), 126);
 }
 
 TEST_F(CliErrorTest, OutputInMissingDirectory) {
@@ -1055,6 +1064,27 @@ TEST_F(CliErrorTest, LatencyNeedsTwoLines) {
 
 TEST_F(CliErrorTest, ProgressNotFileColonLine) {
   expect_error(run({"--progress", "no_coz_h.cpp"}, {NO_COZ_H_EXE, "--items", "10"}), "no_coz_h.cpp", profile_path());
+}
+
+// "--" separates the program as Coz's "---" does; the program's own exit status is coz's.
+TEST_F(CliErrorTest, DoubleDashSeparatesTheProgramAndItsStatusPassesThrough) {
+  const ProcessResult ok = run_process(
+      {COZ_EXE, "run", "-q", "-o", profile_path(), "--", TWO_THREADS_EXE, "-n", "10", "--exit-status", "3"}, scratch_);
+  EXPECT_TRUE(ok.exited && ok.exit_status == 3) << describe(ok);
+  EXPECT_TRUE(fs::exists(profile_path())) << describe(ok);
+}
+
+// -V and --version on every command: the version and the license, on stdout, exit 0.
+TEST_F(CliErrorTest, EveryCommandSaysItsVersion) {
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{COZ_EXE, "-V"}, {COZ_EXE, "--version"}, {COZ_EXE, "run", "-V"},
+        {COZ_EXE, "report", "--version"}, {COZ_EXE, "plot", "-V"}}) {
+    SCOPED_TRACE(argv[1]);
+    const ProcessResult result = run_process(argv, scratch_);
+    EXPECT_TRUE(result.exited && result.exit_status == 0) << describe(result);
+    EXPECT_EQ(result.out.rfind("coz ", 0), 0u) << result.out;
+    EXPECT_NE(result.out.find("BSD-2-Clause"), std::string::npos) << result.out;
+  }
 }
 
 // A program's name on a line ("FILE:LINE [PROGRAM]", as the report of a

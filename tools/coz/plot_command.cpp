@@ -21,6 +21,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "cli_conventions.h"
 #include "path_search.h"
 #include "profile_args.h"
 #include <fmt/format.h>
@@ -46,11 +47,12 @@ struct PlotArgs {
   std::string output;
   bool open = false;
   bool help = false;
+  bool version = false;
 };
 
 int fail(const std::string& message) {
   std::cerr << "coz plot: " << message << '\n';
-  return 2;
+  return cli::exit_bad_input;
 }
 
 po::options_description visible_options(PlotArgs& args) {
@@ -59,7 +61,8 @@ po::options_description visible_options(PlotArgs& args) {
       ("output,o", po::value(&args.output)->value_name("FILE"),
        "the HTML file to write (default: the first profile's name with .html)")
       ("open", po::bool_switch(&args.open), "open the page in a browser when one is available")
-      ("help,h", po::bool_switch(&args.help), "show this help");
+      ("help,h", po::bool_switch(&args.help), "show this help")
+      ("version,V", po::bool_switch(&args.version), "print coz's version and license");
   return opts;
 }
 
@@ -262,7 +265,11 @@ int plot_main(int argc, char** argv) {
     std::cout << "Usage: coz plot [options] [PROFILE...]\n"
                  "Writes one self-contained HTML page (the coz viewer with the profiles embedded)\n"
                  "and prints its path. PROFILE defaults to profile.coz; several are shown merged.\n\n"
-              << visible;
+              << cli::format_options(visible);
+    return 0;
+  }
+  if (args.version) {
+    std::cout << cli::version_text();
     return 0;
   }
 

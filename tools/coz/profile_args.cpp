@@ -1,5 +1,7 @@
 #include "profile_args.h"
 
+#include "cli_conventions.h"
+
 namespace po = boost::program_options;
 
 namespace coz::cli {
@@ -12,7 +14,7 @@ bool parse_with_profiles(int argc, char** argv, const po::options_description& v
   positional.add("profile", -1);
   try {
     po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).style(parse_style()).run(), vm);
     po::notify(vm);
   } catch (const std::exception& e) {  // program_options reports bad input by throwing
     error = e.what();

@@ -16,6 +16,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "cli_conventions.h"
 #include "profile_args.h"
 #include <fmt/format.h>
 
@@ -44,6 +45,7 @@ struct ReportArgs {
   bool compare = false;
   bool no_color = false;
   bool help = false;
+  bool version = false;
 };
 
 po::options_description visible_options(ReportArgs& args) {
@@ -61,7 +63,8 @@ po::options_description visible_options(ReportArgs& args) {
       ("compare", po::bool_switch(&args.compare),
        "compare two profiles, BEFORE AFTER: the program's change and each line's change in impact")
       ("no-color", po::bool_switch(&args.no_color), "no ANSI colours (also: NO_COLOR set)")
-      ("help,h", po::bool_switch(&args.help), "show this help");
+      ("help,h", po::bool_switch(&args.help), "show this help")
+      ("version,V", po::bool_switch(&args.version), "print coz's version and license");
   return opts;
 }
 
@@ -70,7 +73,7 @@ void print_usage(const po::options_description& opts) {
                "       coz report --compare [options] BEFORE AFTER\n"
                "Ranks source lines by how much making them faster would speed up the program.\n"
                "PROFILE defaults to profile.coz; several profiles are merged (runs add up).\n\n"
-            << opts;
+            << cli::format_options(opts);
 }
 
 // Fails with a message for the caller to print; nothing is written here.
@@ -127,7 +130,7 @@ bool check_point(const std::string& point, const analysis::Analysis& result, std
 
 int fail(const std::string& message) {
   std::cerr << "coz report: " << message << '\n';
-  return 2;
+  return cli::exit_bad_input;
 }
 
 }  // namespace
@@ -139,6 +142,10 @@ int report_main(int argc, char** argv) {
   if (!parse(argc, argv, args, visible, error)) return fail(error + " (see coz report --help)");
   if (args.help) {
     print_usage(visible);
+    return 0;
+  }
+  if (args.version) {
+    std::cout << cli::version_text();
     return 0;
   }
 

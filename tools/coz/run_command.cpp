@@ -24,6 +24,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "cli_conventions.h"
 #include "file_line.h"
 #include "line_map.h"
 #include "monitor.h"
@@ -33,18 +34,17 @@
 #include "system_file.h"
 #include "system_shared.h"
 #include <fmt/core.h>
-#include <fmt/ostream.h>
 
 namespace po = boost::program_options;
 
 namespace coz::cli {
 namespace {
 
-constexpr const char* usage_line = "usage: coz run [options] --- PROGRAM [ARGS...]";
+constexpr const char* usage_line = "usage: coz run [options] --- PROGRAM [ARGS...]  ('--' works as well as '---')";
 
-int fail(const std::string& message) {
+int fail(const std::string& message, int status = exit_coz_failed) {
   fmt::print(stderr, "coz run: {}\n", message);
-  return 2;
+  return status;
 }
 
 std::string absolute(const std::string& path) {
@@ -60,23 +60,36 @@ std::string directory_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-/// Resolves PROGRAM as execvp would, or explains why it cannot run.
-std::optional<std::string> find_program(const std::string& name, std::string& error) {
+/// Resolves PROGRAM as execvp would, or explains why it cannot run and sets
+/// `status` to the exit code that says so (127 not found, 126 not executable).
+std::optional<std::string> find_program(const std::string& name, std::string& error, int& status) {
   if (name.find('/') != std::string::npos) {
     struct stat st;
     if (stat(name.c_str(), &st) != 0) {
       error = fmt::format("program not found: {}", name);
+      status = exit_not_found;
       return std::nullopt;
     }
     if (!S_ISREG(st.st_mode) || access(name.c_str(), X_OK) != 0) {
       error = fmt::format("program is not an executable file: {}", name);
+      status = exit_cannot_execute;
       return std::nullopt;
     }
     return name;
   }
   if (std::optional<std::string> found = find_in_path(name)) return found;
   error = fmt::format("program not found in PATH: {}", name);
+  status = exit_not_found;
   return std::nullopt;
+}
+
+/// Where the program's arguments start: after the first "---" (Coz's) or
+/// "--"; -1 without one. Options before it are coz's.
+int find_separator(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "---") == 0 || std::strcmp(argv[i], "--") == 0) return i;
+  }
+  return -1;
 }
 
 /// libcoz.so next to this executable (build tree), or where `cmake --install` puts it.
@@ -245,43 +258,38 @@ std::string join_lines(const std::vector<std::string>& items) {
 }  // namespace
 
 int run_main(int argc, char** argv) {
-  // Everything after "---" belongs to the program, untouched by option parsing.
-  int separator = -1;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "---") == 0) {
-      separator = i;
-      break;
-    }
-  }
+  // Everything after the separator belongs to the program, untouched by option parsing.
+  const int separator = find_separator(argc, argv);
 
   po::options_description options("coz run options");
   options.add_options()
       ("help,h", "show this help")
-      ("output,o", po::value<std::string>()->default_value("profile.coz"), "profile to append to")
-      ("binary-scope,b", po::value<std::vector<std::string>>(),
+      ("version,V", "print coz's version and license")
+      ("output,o", po::value<std::string>()->default_value("profile.coz")->value_name("FILE"), "profile to append to")
+      ("binary-scope,b", po::value<std::vector<std::string>>()->value_name("GLOB"),
        "glob of binaries to profile (repeatable; MAIN is the program; default: MAIN)")
-      ("source-scope,s", po::value<std::vector<std::string>>(),
+      ("source-scope,s", po::value<std::vector<std::string>>()->value_name("GLOB"),
        "glob of source files to profile (repeatable; default: all but system headers)")
-      ("progress", po::value<std::vector<std::string>>(),
+      ("progress", po::value<std::vector<std::string>>()->value_name("FILE:LINE"),
        "count visits to FILE:LINE as a throughput point, without changing the source (repeatable)")
-      ("latency", po::value<std::vector<std::string>>()->multitoken(),
-       "BEGIN END: a latency point from FILE:LINE BEGIN to FILE:LINE END, without changing the source")
-      ("fixed-line", po::value<std::string>(), "always speed up this FILE:LINE (a path suffix is enough)")
-      ("fixed-speedup", po::value<int>(), "use this virtual speedup, in percent (0-100), in every experiment but the 0% baselines")
+      ("latency", po::value<std::vector<std::string>>()->multitoken()->value_name("BEGIN END"),
+       "a latency point from FILE:LINE BEGIN to FILE:LINE END, without changing the source")
+      ("fixed-line", po::value<std::string>()->value_name("FILE:LINE"), "always speed up this FILE:LINE (a path suffix is enough)")
+      ("fixed-speedup", po::value<int>()->value_name("PERCENT"), "use this virtual speedup, in percent (0-100), in every experiment but the 0% baselines")
       ("end-to-end", "run one experiment over the whole run (no progress point needed; run many times)")
-      ("granularity", po::value<std::string>(),
+      ("granularity", po::value<std::string>()->value_name("auto|line|function"),
        "auto (default), line or function: what one experiment speeds up (a function covers all its lines, "
        "inlined callees included; fewer candidates settle sooner). auto: in a program with many sampled lines, "
        "functions first, then the lines of the functions that matter")
-      ("period", po::value<std::string>(), "sampling period in thread CPU time, e.g. 1ms, 500us (default 1ms); lengthened where the machine's timer cannot afford it")
+      ("period", po::value<std::string>()->value_name("TIME"), "sampling period in thread CPU time, e.g. 1ms, 500us (default 1ms); lengthened where the machine's timer cannot afford it")
       ("quiet,q", "no status line while the program runs")
       ("until-settled", "stop the experiments (not the program) once the top lines of every progress point are "
        "settled; the profile is complete from then on")
-      ("top", po::value<size_t>(), "how many top lines --until-settled waits for, per progress point (default 3)")
-      ("max-time", po::value<std::string>(), "stop the experiments after this long, e.g. 90s, 5min (settled or not)")
-      ("stop-signal", po::value<std::string>(), "also send the program this signal (INT, TERM...) as the "
+      ("top", po::value<size_t>()->value_name("N"), "how many top lines --until-settled waits for, per progress point (default 3)")
+      ("max-time", po::value<std::string>()->value_name("TIME"), "stop the experiments after this long, e.g. 90s, 5min (settled or not)")
+      ("stop-signal", po::value<std::string>()->value_name("SIGNAL"), "also send the program this signal (INT, TERM...) as the "
        "experiments stop (--until-settled, --max-time)")
-      ("allocation", po::value<std::string>(), "aimed (default): after a warm-up, experiments go mostly to the "
+      ("allocation", po::value<std::string>()->value_name("aimed|samples"), "aimed (default): after a warm-up, experiments go mostly to the "
        "lines that decide the answer; samples: always in proportion to samples, as Coz does")
       ("system", po::value<std::string>()->implicit_value("")->value_name("NAME"), "one experiment at a time across every process of "
        "the run (children, exec'd programs, and processes started with --join NAME); =NAME lets others join")
@@ -291,21 +299,26 @@ int run_main(int argc, char** argv) {
   po::variables_map vm;
   int option_count = separator < 0 ? argc : separator;
   try {
-    po::store(po::command_line_parser(option_count, argv).options(options).run(), vm);
+    po::store(po::command_line_parser(option_count, argv).options(options).style(parse_style()).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     return fail(fmt::format("{} ({})", e.what(), usage_line));
   }
   if (vm.count("help")) {
-    fmt::print("{}\n\n{}\n", usage_line, fmt::streamed(options));
+    fmt::print("{}\n\n{}", usage_line, format_options(options));
     return 0;
   }
-  if (separator < 0) return fail(fmt::format("missing '---' before the program ({})", usage_line));
-  if (separator + 1 >= argc) return fail(fmt::format("no program after '---' ({})", usage_line));
+  if (vm.count("version")) {
+    fmt::print("{}", version_text());
+    return 0;
+  }
+  if (separator < 0) return fail(fmt::format("missing '---' (or '--') before the program ({})", usage_line));
+  if (separator + 1 >= argc) return fail(fmt::format("no program after '{}' ({})", argv[separator], usage_line));
 
   std::string error;
-  auto program = find_program(argv[separator + 1], error);
-  if (!program) return fail(error);
+  int not_runnable = exit_coz_failed;
+  auto program = find_program(argv[separator + 1], error, not_runnable);
+  if (!program) return fail(error, not_runnable);
   auto runtime = find_runtime();
   if (!runtime) return fail("cannot find libcoz.so next to the coz executable or in its install directory");
 
@@ -446,7 +459,9 @@ int run_main(int argc, char** argv) {
   setenv("LD_PRELOAD", preload.c_str(), 1);
 
   execv(program->c_str(), argv + separator + 1);
-  return fail(fmt::format("cannot run {}: {}", *program, std::strerror(errno)));
+  const int exec_error = errno;
+  return fail(fmt::format("cannot run {}: {}", *program, std::strerror(exec_error)),
+              exec_error == ENOENT ? exit_not_found : exit_cannot_execute);
 }
 
 }  // namespace coz::cli
