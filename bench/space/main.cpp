@@ -118,8 +118,8 @@ int main(int argc, char** argv) {
   if (quick) {
     config.truth_seconds = 0.5;
     config.truth_rounds = 2;
-    config.predict_seconds = 3;
-    config.default_seconds = 3;
+    config.predict_seconds = 1.5;
+    config.default_seconds = 2;
   }
   if (truth_seconds > 0) config.truth_seconds = truth_seconds;
   if (truth_rounds > 0) config.truth_rounds = truth_rounds;
