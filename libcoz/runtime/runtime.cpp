@@ -20,6 +20,7 @@
 #include "real.h"
 #include "reentrancy.h"
 #include "sampler.h"
+#include "sanitizers.h"
 #include "scope.h"
 #include "system_link.h"
 #include "thread_registry.h"
@@ -95,6 +96,7 @@ std::vector<LoadedObject> loaded_objects(const std::string& main_executable) {
 /// `main_program` is what "MAIN" (and the default scope) means.
 /// Only objects not mapped yet are read (the same call serves dlopen).
 size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
+  LeakCheckPause libelfin_cycles;  // a sanitizer build of the program would call them its leaks
   BinaryScope binaries(rt.config.binary_scope, sources_seen.main_program);
   SourceScope sources(rt.config.source_scope);
   SourceFilter in_scope = [&](std::string_view file) { return sources.contains(file); };

@@ -978,6 +978,36 @@ TEST_F(RobustnessTest, ProgressPointOnALineWithoutCodeFails) {
 }
 
 // ======================================================================================
+// Sanitizer builds (issue #51): AddressSanitizer's runtime must load first, the
+// runtime's own allocations and threads are not the program's leaks or races, and
+// the program's own race is still reported with the sanitizer's exit status.
+// ======================================================================================
+
+TEST_F(RobustnessTest, AddressSanitizerBuildRunsProfiledAndKeepsItsStatus) {
+  const ProcessResult result = run({"-q"}, {SANITIZED_ASAN_EXE});
+  expect_exit(result, 0);
+  EXPECT_NE(result.out.find("total "), std::string::npos) << result.out;
+  EXPECT_EQ(result.err, "") << "no LeakSanitizer report of the runtime's, no 'Suppressions used'";
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  EXPECT_GT(samples_on_line(*profile, marked_line("robust/sanitized.c", "sanitized_work")), 20u);
+}
+
+TEST_F(RobustnessTest, ThreadSanitizerReportsTheProgramsRacesNotTheRuntimes) {
+  // The runtime's races showed in 2 of 4 runs without the suppression.
+  for (int round = 0; round < 4; ++round) {
+    SCOPED_TRACE(round);
+    const ProcessResult clean = run({"-q"}, {SANITIZED_TSAN_EXE});
+    expect_exit(clean, 0);
+    EXPECT_EQ(clean.err.find("ThreadSanitizer"), std::string::npos) << clean.err;
+  }
+  const ProcessResult racy = run({"-q"}, {SANITIZED_TSAN_EXE, "--race"});
+  expect_exit(racy, 66);  // ThreadSanitizer's exit status after a report
+  EXPECT_NE(racy.err.find("WARNING: ThreadSanitizer: data race"), std::string::npos) << racy.err;
+  EXPECT_NE(racy.err.find("sanitized.c"), std::string::npos) << racy.err;
+}
+
+// ======================================================================================
 // Bad command lines: one-line error, no profile created, and an exit status a
 // wrapping script tells from the program's: 125 coz failed, 126 the program
 // cannot be executed, 127 it is not found (as env(1) and timeout(1)).

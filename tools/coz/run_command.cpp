@@ -30,6 +30,7 @@
 #include "monitor.h"
 #include "path_search.h"
 #include "period_floor.h"
+#include "sanitizer_preload.h"
 #include "scope.h"
 #include "system_file.h"
 #include "system_shared.h"
@@ -455,6 +456,9 @@ int run_main(int argc, char** argv) {
 
   warn_if_runtime_cannot_load(*program);
   std::string preload = *runtime;
+  if (std::string sanitizer = sanitizer_runtime_to_preload(*program); !sanitizer.empty()) {
+    preload = sanitizer + ":" + preload;
+  }
   if (const char* existing = std::getenv("LD_PRELOAD"); existing && *existing) preload += std::string(":") + existing;
   setenv("LD_PRELOAD", preload.c_str(), 1);
 
