@@ -1,7 +1,7 @@
 # bash completion for coz (installed as share/bash-completion/completions/coz).
 # Commands, each command's options (as `coz <command> --help` lists them),
 # their values where they are a fixed set, profiles (*.coz) for report and
-# plot, and after `coz run ... ---` the program and its own arguments.
+# plot, and after `coz run ... ---` (or `--`) the program and its own arguments.
 
 _coz_files() {  # _coz_files [GLOB]: files matching GLOB (all files without one) and directories
   local IFS=$'\n'
@@ -26,7 +26,7 @@ _coz() {
   fi
 
   if ((cword == 1)); then
-    COMPREPLY=($(compgen -W 'run report plot help --help --version' -- "$cur"))
+    COMPREPLY=($(compgen -W 'run report plot help --help -V --version' -- "$cur"))
     return
   fi
 
@@ -36,7 +36,7 @@ _coz() {
       # After ---: the program, then whatever completes its own arguments.
       local i
       for ((i = 2; i < cword; i++)); do
-        if [[ ${words[i]} == --- ]]; then
+        if [[ ${words[i]} == --- || ${words[i]} == -- ]]; then
           if ((i + 1 == cword)); then
             COMPREPLY=($(compgen -c -- "$cur"))
             _coz_files
@@ -61,7 +61,7 @@ _coz() {
       esac
       COMPREPLY=($(compgen -W '--help --output --binary-scope --source-scope --progress --latency
         --fixed-line --fixed-speedup --end-to-end --granularity --period --quiet --until-settled --top
-        --max-time --stop-signal --allocation --system --join --verbose ---' -- "$cur"))
+        --max-time --stop-signal --allocation --system --join --verbose --version ---' -- "$cur"))
       ;;
     report)
       case $prev in
@@ -69,8 +69,8 @@ _coz() {
         --top | --point | --min-experiments) return ;;
       esac
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W '--help --top --point --min-experiments --baseline --json --compare
-          --no-color' -- "$cur"))
+        COMPREPLY=($(compgen -W '--help --version --top --point --min-experiments --baseline --json
+          --compare --no-color' -- "$cur"))
       else
         _coz_files '*.coz'
       fi
@@ -80,7 +80,7 @@ _coz() {
         -o | --output) _coz_files '*.html'; return ;;
       esac
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W '--help --output --open' -- "$cur"))
+        COMPREPLY=($(compgen -W '--help --version --output --open' -- "$cur"))
       else
         _coz_files '*.coz'
       fi
