@@ -31,9 +31,27 @@ endif()
 
 find_package(Threads REQUIRED)
 
+# Each of these follows its option: the tool alone (tests, bench and viewer
+# off) needs only the packages above.
 if(COZ_BUILD_TESTS)
   find_package(GTest QUIET)
   if(NOT GTest_FOUND)
     message(FATAL_ERROR "GoogleTest not found: apt-get install libgtest-dev googletest")
+  endif()
+endif()
+
+# The viewer page is bundled by node/npm at build time. Without them the tool
+# is still built, as one who only wants `coz run` and `coz report` expects:
+# a warning, the viewer left out for this configure (not in the cache, so
+# installing node and configuring again brings it back), and `coz plot`
+# says how to get the page.
+if(COZ_BUILD_VIEWER)
+  find_program(COZ_NODE_EXECUTABLE NAMES node nodejs)
+  find_program(COZ_NPM_EXECUTABLE npm)
+  if(NOT COZ_NODE_EXECUTABLE OR NOT COZ_NPM_EXECUTABLE)
+    message(WARNING "node/npm not found: building without the viewer page that `coz plot` needs. "
+                    "apt-get install nodejs npm and configure again, or configure with "
+                    "-DCOZ_BUILD_VIEWER=OFF to silence this warning.")
+    set(COZ_BUILD_VIEWER OFF)
   endif()
 endif()

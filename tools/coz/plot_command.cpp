@@ -37,8 +37,8 @@ namespace fs = std::filesystem;
 // The viewer's page holds this marker exactly once (viewer/build.mjs checks it).
 constexpr std::string_view embed_marker = "<!--COZ-EMBEDDED-PROFILES-->";
 constexpr const char* viewer_file = "coz-viewer.html";
-// Where `cmake --install` puts the page, relative to the installed `coz`.
-constexpr const char* installed_viewer_relative = "../share/coz/coz-viewer.html";
+// Where `cmake --install` puts the page, relative to the installed `coz` (tools/CMakeLists.txt).
+constexpr const char* installed_viewer_relative = COZ_INSTALLED_VIEWER_RELATIVE;
 // Tried in this order by --open.
 constexpr const char* browsers[] = {"xdg-open", "sensible-browser", "chromium"};
 
@@ -283,8 +283,9 @@ int plot_main(int argc, char** argv) {
 
   std::optional<std::string> viewer = find_viewer();
   if (!viewer) {
-    return fail(fmt::format("{} not found next to coz or in {} (build the `viewer` target)", viewer_file,
-                            installed_viewer_relative));
+    return fail(fmt::format("the viewer page is missing ({} next to coz or at {} from it): build coz with "
+                            "-DCOZ_BUILD_VIEWER=ON (needs node and npm), or install a coz package, which has it",
+                            viewer_file, installed_viewer_relative));
   }
   std::string page;
   if (!read_file(*viewer, page, error)) return fail(error);
