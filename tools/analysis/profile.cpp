@@ -208,7 +208,7 @@ struct Reader {
       warn_at(lineno, truncated ? "truncated last line, skipped" : error + ", skipped");
       return;
     }
-    if (rec.find("cut") != nullptr) {
+    if (rec.cut) {
       // The first part of a record that a failed write cut short (a full
       // disk), ended by the runtime's next write: not a record.
       warn_at(lineno, "record cut short by a failed write (disk full?), skipped");
