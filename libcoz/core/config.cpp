@@ -45,6 +45,12 @@ void read_number(const char* name, T& into, T min, T max, std::vector<std::strin
 Config Config::from_environment(std::vector<std::string>& errors) {
   Config c;
   if (const char* v = env("COZ_OUTPUT")) c.output_path = v;
+  if (const char* v = env("COZ_PROFILE_FORMAT")) {
+    std::string_view f{v};
+    if (f == "coz") c.profile_format = Config::ProfileFormat::Coz;
+    else if (f == "coz-jsonl") c.profile_format = Config::ProfileFormat::CozJsonl;
+    else errors.push_back(fmt::format("COZ_PROFILE_FORMAT={} is not coz or coz-jsonl", v));
+  }
   if (const char* v = env("COZ_PROGRAM")) c.program = v;
   if (const char* v = env("COZ_BINARY_SCOPE")) c.binary_scope = split_lines(v);
   if (const char* v = env("COZ_SOURCE_SCOPE")) c.source_scope = split_lines(v);

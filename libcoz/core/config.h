@@ -14,6 +14,11 @@ namespace coz {
 struct Config {
   // --- set by `coz run` ---
   std::string output_path = "profile.coz";  // COZ_OUTPUT
+  /// COZ_PROFILE_FORMAT: how the records are written (docs/profile-format.md).
+  /// "coz" (default): tab-separated `type<TAB>key=value`; "coz-jsonl": one
+  /// JSON object per line, as Coz 0.2.4 and later write by default.
+  enum class ProfileFormat { Coz, CozJsonl };
+  ProfileFormat profile_format = ProfileFormat::Coz;
   std::string program;                      // COZ_PROGRAM: the program `coz run` launched (real path); "" = this process's
   std::vector<std::string> binary_scope;    // COZ_BINARY_SCOPE, one glob per line; empty: the main executable
   std::vector<std::string> source_scope;    // COZ_SOURCE_SCOPE, one glob per line; empty: all but system sources

@@ -8,21 +8,99 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
+#include <string_view>
 
 #include <fmt/format.h>
 
 namespace coz {
 
 namespace {
-/// Tabs and newlines would break the record syntax; names never need them.
-std::string clean(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) {
-    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+
+/// One record, in the file's form (docs/profile-format.md): `type<TAB>key=value...`,
+/// or a JSON object `{"type":"type","key":value,...}` whose keys have '_' for
+/// the tab form's '-' (`selected_samples`, as Coz spells it), numbers as JSON
+/// numbers and text as JSON strings. Finished by end().
+class Record {
+ public:
+  Record(std::string& out, ProfileWriter::Format format, std::string_view type)
+      : out_(out), json_(format == ProfileWriter::Format::CozJsonl) {
+    if (json_) {
+      out_ += "{\"type\":";
+      string(type);
+    } else {
+      out_ += type;
+    }
   }
-  return out;
-}
+
+  Record& text(std::string_view key, std::string_view value) {
+    this->key(key);
+    if (json_) {
+      string(value);
+    } else {
+      // Tabs and newlines would break the record syntax; names never need them.
+      for (char c : value) out_ += c == '\t' || c == '\n' || c == '\r' ? ' ' : c;
+    }
+    return *this;
+  }
+  template <typename Integer>
+  Record& count(std::string_view key, Integer value) {
+    return number(key, fmt::format("{}", value));
+  }
+  /// `decimals` after the point, in both forms: Coz's stream is fixed with
+  /// two decimals, so its speedups read `0.35`, `0.00`, `1.00` in JSON too.
+  Record& fixed(std::string_view key, double value, int decimals) {
+    return number(key, fmt::format("{:.{}f}", value, decimals));
+  }
+  /// `text`: a decimal number, the same in both forms.
+  Record& number(std::string_view key, const std::string& text) {
+    this->key(key);
+    out_ += text;
+    return *this;
+  }
+  void end() { out_ += json_ ? "}\n" : "\n"; }
+
+ private:
+  void key(std::string_view key) {
+    if (!json_) {
+      out_ += '\t';
+      out_ += key;
+      out_ += '=';
+      return;
+    }
+    out_ += ",\"";
+    for (char c : key) out_ += c == '-' ? '_' : c;
+    out_ += "\":";
+  }
+  // Every character JSON requires escaped is escaped; other bytes are written
+  // as they are (a path that is not UTF-8 stays the same bytes).
+  void string(std::string_view s) {
+    out_ += '"';
+    for (char c : s) {
+      switch (c) {
+        case '"': out_ += "\\\""; break;
+        case '\\': out_ += "\\\\"; break;
+        case '\b': out_ += "\\b"; break;
+        case '\f': out_ += "\\f"; break;
+        case '\n': out_ += "\\n"; break;
+        case '\r': out_ += "\\r"; break;
+        case '\t': out_ += "\\t"; break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20) {
+            out_ += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+          } else {
+            out_ += c;
+          }
+      }
+    }
+    out_ += '"';
+  }
+
+  std::string& out_;
+  bool json_;
+};
+
 }  // namespace
 
 ProfileWriter::ProfileWriter() : write_(&sys::write) {}
@@ -110,96 +188,114 @@ void ProfileWriter::append(const std::string& records) {
 }
 
 std::string ProfileWriter::format_startup(uint64_t realtime_ns, int pid, int parent_pid,
-                                          const std::string& command) {
-  return fmt::format("startup\ttime={}\nprocess\tpid={}\tparent={}\tcommand={}\n", realtime_ns, pid, parent_pid,
-                     clean(command));
+                                          const std::string& command, Format format) {
+  std::string out;
+  Record(out, format, "startup").count("time", realtime_ns).end();
+  Record(out, format, "process").count("pid", pid).count("parent", parent_pid).text("command", command).end();
+  return out;
 }
 
-std::string ProfileWriter::format_experiment(const ExperimentResult& e) {
-  std::string out = fmt::format("experiment\tselected={}\tspeedup={:.2f}\tduration={}\tselected-samples={}",
-                                clean(e.selected), e.speedup, e.duration_ns, e.selected_samples);
-  if (e.pid > 0) out += fmt::format("\tpid={}", e.pid);
-  if (e.end_ns > 0) out += fmt::format("\tend={}", e.end_ns);
-  if (e.cores > 0 && e.cores_busy >= 0 && e.waiting_for_core >= 0)
-    out += fmt::format("\tcores={}\tcores-busy={:.3f}\twaiting-for-core={:.3f}", e.cores, e.cores_busy, e.waiting_for_core);
-  out += '\n';
+std::string ProfileWriter::format_experiment(const ExperimentResult& e, Format format) {
+  std::string out;
+  Record r(out, format, "experiment");
+  r.text("selected", e.selected).fixed("speedup", e.speedup, 2).count("duration", e.duration_ns);
+  r.count("selected-samples", e.selected_samples);
+  if (e.pid > 0) r.count("pid", e.pid);
+  if (e.end_ns > 0) r.count("end", e.end_ns);
+  if (e.cores > 0 && e.cores_busy >= 0 && e.waiting_for_core >= 0) {
+    r.count("cores", e.cores).fixed("cores-busy", e.cores_busy, 3).fixed("waiting-for-core", e.waiting_for_core, 3);
+  }
+  r.end();
   for (const auto& p : e.points) {
     if (!p.latency) {
-      out += fmt::format("throughput-point\tname={}\tdelta={}\n", clean(p.name), p.delta);
+      Record(out, format, "throughput-point").text("name", p.name).count("delta", p.delta).end();
     } else {
-      out += fmt::format("latency-point\tname={}\tarrivals={}\tdepartures={}\tdifference={}", clean(p.name),
-                         p.arrivals, p.departures, p.difference);
-      if (p.mean_in_flight >= 0) out += fmt::format("\tmean-in-flight={:.6g}", p.mean_in_flight);
-      out += '\n';
+      Record l(out, format, "latency-point");
+      l.text("name", p.name).count("arrivals", p.arrivals).count("departures", p.departures);
+      l.count("difference", p.difference);
+      if (p.mean_in_flight >= 0 && std::isfinite(p.mean_in_flight)) {
+        l.number("mean-in-flight", fmt::format("{:.6g}", p.mean_in_flight));
+      }
+      l.end();
     }
   }
   return out;
 }
 
-std::string ProfileWriter::format_samples(const std::vector<Samples>& samples) {
+std::string ProfileWriter::format_samples(const std::vector<Samples>& samples, Format format) {
   std::string out;
   for (const auto& s : samples) {
-    out += fmt::format("samples\tlocation={}\tcount={}", clean(s.location), s.count);
-    if (!s.function.empty()) out += fmt::format("\tfunction={}", clean(s.function));
-    out += '\n';
+    Record r(out, format, "samples");
+    r.text("location", s.location).count("count", s.count);
+    if (!s.function.empty()) r.text("function", s.function);
+    r.end();
   }
   return out;
 }
 
-std::string ProfileWriter::format_stacks(const std::vector<std::pair<std::string, uint64_t>>& stacks) {
+std::string ProfileWriter::format_stacks(const std::vector<std::pair<std::string, uint64_t>>& stacks, Format format) {
   std::string out;
-  for (const auto& [frames, count] : stacks) out += fmt::format("stack\tframes={}\tcount={}\n", clean(frames), count);
+  for (const auto& [frames, count] : stacks) Record(out, format, "stack").text("frames", frames).count("count", count).end();
   return out;
 }
 
-std::string ProfileWriter::format_blocked(const std::vector<Blocked>& blocked) {
+std::string ProfileWriter::format_blocked(const std::vector<Blocked>& blocked, Format format) {
   std::string out;
   for (const auto& b : blocked) {
-    out += fmt::format("blocked\tsite={}\tkind={}\ttime={}\tcount={}\n", clean(b.site), b.kind, b.ns, b.count);
+    Record(out, format, "blocked").text("site", b.site).text("kind", b.kind).count("time", b.ns).count("count", b.count).end();
   }
   return out;
 }
 
 void ProfileWriter::write_stacks(const std::vector<std::pair<std::string, uint64_t>>& stacks) {
-  append(format_stacks(stacks));
+  append(format_stacks(stacks, format()));
 }
 
-void ProfileWriter::write_blocked(const std::vector<Blocked>& blocked) { append(format_blocked(blocked)); }
+void ProfileWriter::write_blocked(const std::vector<Blocked>& blocked) { append(format_blocked(blocked, format())); }
 
-std::string ProfileWriter::format_sampling(const SamplingTotals& t) {
-  std::string out = fmt::format("sampling\tsamples={}\tin-scope={}\tlost={}", t.samples, t.in_scope, t.lost);
-  if (t.period_ns > 0) out += fmt::format("\tperiod={}\tcpu-time={}", t.period_ns, t.cpu_time_ns);
-  for (const auto& [key, count] : t.walks) out += fmt::format("\t{}={}", key, count);
-  if (t.stacks_dropped > 0) out += fmt::format("\tstacks-dropped={}", t.stacks_dropped);
-  if (t.waits_dropped > 0) out += fmt::format("\twaits-dropped={}", t.waits_dropped);
-  if (t.paused_ns > 0) out += fmt::format("\tpaused={}", t.paused_ns);
-  if (t.steal_ns > 0) out += fmt::format("\tsteal={}\tmachine-time={}", t.steal_ns, t.machine_ns);
-  if (t.pid != 0) out += fmt::format("\tpid={}", t.pid);
-  return out + "\n";
+std::string ProfileWriter::format_sampling(const SamplingTotals& t, Format format) {
+  std::string out;
+  Record r(out, format, "sampling");
+  r.count("samples", t.samples).count("in-scope", t.in_scope).count("lost", t.lost);
+  if (t.period_ns > 0) r.count("period", t.period_ns).count("cpu-time", t.cpu_time_ns);
+  for (const auto& [key, count] : t.walks) r.count(key, count);
+  if (t.stacks_dropped > 0) r.count("stacks-dropped", t.stacks_dropped);
+  if (t.waits_dropped > 0) r.count("waits-dropped", t.waits_dropped);
+  if (t.paused_ns > 0) r.count("paused", t.paused_ns);
+  if (t.steal_ns > 0) r.count("steal", t.steal_ns).count("machine-time", t.machine_ns);
+  if (t.pid != 0) r.count("pid", t.pid);
+  r.end();
+  return out;
 }
 
-void ProfileWriter::write_sampling(const SamplingTotals& totals) { append(format_sampling(totals)); }
+void ProfileWriter::write_sampling(const SamplingTotals& totals) { append(format_sampling(totals, format())); }
 
 void ProfileWriter::write_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command) {
-  append(format_startup(realtime_ns, pid, parent_pid, command));
+  append(format_startup(realtime_ns, pid, parent_pid, command, format()));
 }
 
 void ProfileWriter::defer_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command) {
-  std::string startup = format_startup(realtime_ns, pid, parent_pid, command);
+  std::string startup = format_startup(realtime_ns, pid, parent_pid, command, format());
   FutexGuard guard(lock_);
   deferred_ = std::move(startup);
 }
 
-void ProfileWriter::write_experiment(const ExperimentResult& e) { append(format_experiment(e)); }
+void ProfileWriter::write_experiment(const ExperimentResult& e) { append(format_experiment(e, format())); }
 
 void ProfileWriter::write_samples(const std::vector<Samples>& samples) {
-  append(format_samples(samples));
+  append(format_samples(samples, format()));
 }
 
 void ProfileWriter::write_experiments_stopped(const std::string& reason, uint64_t end_ns) {
-  append(fmt::format("experiments-stopped\treason={}\tend={}\n", clean(reason), end_ns));
+  std::string out;
+  Record(out, format(), "experiments-stopped").text("reason", reason).count("end", end_ns).end();
+  append(out);
 }
 
-void ProfileWriter::write_runtime(uint64_t ns) { append(fmt::format("runtime\ttime={}\n", ns)); }
+void ProfileWriter::write_runtime(uint64_t ns) {
+  std::string out;
+  Record(out, format(), "runtime").count("time", ns).end();
+  append(out);
+}
 
 }  // namespace coz

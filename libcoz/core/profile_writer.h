@@ -8,7 +8,11 @@
 // stderr. Records it did not write are lost; one it cut in the middle is
 // ended, at the next write that succeeds, with the field `cut=write-failed`
 // and a newline, so that readers skip it instead of taking its first half
-// for a record, or gluing it to the next one.
+// for a record, or gluing it to the next one. The marker is the same in
+// both forms: after any cut of a JSON line it leaves invalid JSON.
+//
+// The records are written in Coz's tab-separated form or as JSON Lines
+// (`coz run --format`), the same records with the same keys in both.
 //
 // Threads may write at once (the profiler thread and an exiting thread):
 // the file, the deferred startup record and the write are under one lock.
@@ -27,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "config.h"
 #include "experiment.h"
 #include "futex_lock.h"
 
@@ -34,6 +39,7 @@ namespace coz {
 
 class ProfileWriter {
  public:
+  using Format = Config::ProfileFormat;
   /// write(2) or a stand-in (tests).
   using WriteFn = ssize_t (*)(int fd, const void* data, size_t size);
 
@@ -62,6 +68,10 @@ class ProfileWriter {
   /// child's, whose profiler thread opens the file again; the records the
   /// parent's threads left for its profiler thread are not the child's.
   void forget_after_fork();
+
+  /// The form of every record written from now on (at start-up, before any thread writes).
+  void set_format(Format format) { format_.store(format, std::memory_order_relaxed); }
+  Format format() const { return format_.load(std::memory_order_relaxed); }
 
   void write_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command);
   /// Records to write just before the next block, if any is ever written (a
@@ -112,12 +122,14 @@ class ProfileWriter {
   void write_blocked(const std::vector<Blocked>& blocked);
 
   // Formatting, exposed for tests.
-  static std::string format_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command);
-  static std::string format_experiment(const ExperimentResult& experiment);
-  static std::string format_samples(const std::vector<Samples>& samples);
-  static std::string format_stacks(const std::vector<std::pair<std::string, uint64_t>>& stacks);
-  static std::string format_blocked(const std::vector<Blocked>& blocked);
-  static std::string format_sampling(const SamplingTotals& totals);
+  static std::string format_startup(uint64_t realtime_ns, int pid, int parent_pid, const std::string& command,
+                                    Format format = Format::Coz);
+  static std::string format_experiment(const ExperimentResult& experiment, Format format = Format::Coz);
+  static std::string format_samples(const std::vector<Samples>& samples, Format format = Format::Coz);
+  static std::string format_stacks(const std::vector<std::pair<std::string, uint64_t>>& stacks,
+                                   Format format = Format::Coz);
+  static std::string format_blocked(const std::vector<Blocked>& blocked, Format format = Format::Coz);
+  static std::string format_sampling(const SamplingTotals& totals, Format format = Format::Coz);
 
   /// The writer's lock, for the runtime's fork handlers (runtime.cpp), which
   /// hold every lock of the runtime across fork().
@@ -127,6 +139,7 @@ class ProfileWriter {
   void append(const std::string& block);
   void report_failure(int error);
   WriteFn write_;
+  std::atomic<Format> format_{Format::Coz};
   FutexLock lock_;  // guards everything below
   int fd_ = -1;
   std::string path_;

@@ -398,6 +398,7 @@ void start() {
   }
 
   choose_descriptor_table(*rt);
+  rt->writer.set_format(rt->config.profile_format);
   std::string error;
   if (objects_in_scope == 0) {
     rt->writer.open_when_written(rt->config.output_path);  // `coz run` checked it can be created

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "cpu_rings.h"
+#include "json_object.h"
 #include "sys.h"
 #include "harness.h"
 
@@ -219,6 +220,38 @@ TEST_F(IntegrationTest, EndToEndWritesOneExperiment) {
                                        [](const analysis::ThroughputMeasurement& m) { return m.name == "end-to-end"; });
   ASSERT_NE(end_to_end, experiment.throughput.end()) << "no throughput point named end-to-end";
   EXPECT_EQ(end_to_end->delta, 1u);
+}
+
+// --format coz-jsonl: every record a JSON object, Coz's six spelled as Coz
+// writes them, ours beside them; the reader takes them without a warning,
+// and the run is profiled as in the tab form.
+TEST_F(IntegrationTest, JsonLinesProfileIsReadWhole) {
+  const std::string line = marked_line("two_threads.cpp", "long_work");
+  const ProcessResult process =
+      coz_run(profile_path(), {"--format", "coz-jsonl", "--fixed-line", line, "--fixed-speedup", "50"},
+              {TWO_THREADS_EXE, "-n", std::to_string(scaled(400))}, scratch_);
+  ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
+  const RawProfile raw = read_raw(profile_path());
+  EXPECT_EQ(whole_records_problem(profile_path(), raw), "");
+  for (const std::string& text : lines_of(raw.text)) {
+    std::vector<analysis::JsonMember> members;
+    std::string error;
+    EXPECT_TRUE(analysis::parse_json_object(text, members, error)) << error << ": " << text;
+  }
+  for (const char* type : {"startup", "process", "experiment", "throughput-point", "samples", "sampling", "runtime"}) {
+    EXPECT_GT(raw.count(type), 0u) << "no " << type << " record in\n" << raw.text;
+  }
+  EXPECT_NE(raw.text.find("\"selected_samples\":"), std::string::npos);
+  EXPECT_NE(raw.text.find("\"in_scope\":"), std::string::npos);
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  ASSERT_GT(profile->experiments.size(), 0u);
+  for (const analysis::Experiment& e : profile->experiments) {
+    EXPECT_TRUE(location_matches(e.selected, line)) << e.selected;
+    EXPECT_FALSE(e.throughput.empty()) << describe_experiments(*profile);
+  }
+  EXPECT_GT(samples_on_line(*profile, line), 0u);
+  EXPECT_EQ(profile->sampling.processes, 1u);
 }
 
 // idle_phases: 0.4 s of loading (busy, before its point is ever reached),

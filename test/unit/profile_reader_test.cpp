@@ -2,10 +2,16 @@
 // a "NAME:LINENO: reason" warning instead of being thrown, crashed or hung on.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "analysis.h"
+#include "analysis_json.h"
 #include "profile.h"
 
 namespace coz::analysis {
@@ -129,6 +135,139 @@ TEST(ProfileReader, MalformedJsonLinesAreSkippedWithWarnings) {
   EXPECT_NE(p.warnings[1].find("type"), std::string::npos) << p.warnings[1];
   EXPECT_EQ(p.warnings[2].rfind("p.coz:4: ", 0), 0u) << p.warnings[2];
   EXPECT_TRUE(p.experiments.at(0).throughput.empty());
+}
+
+// Coz writes its keys with '_' (selected_samples), and its releases 0.2.4
+// and 0.2.5 the point types too (throughput_point, latency_point).
+TEST(ProfileReader, CozsUnderscoreKeysAndTypes) {
+  Profile p = read(
+      R"({"type":"experiment","selected":"/src/a.cpp:3","speedup":0.35,"duration":100,"selected_samples":4})" "\n"
+      R"({"type":"throughput_point","name":"a.cpp:9","delta":7})" "\n"
+      R"({"type":"latency_point","name":"req","arrivals":5,"departures":4,"difference":1})" "\n"
+      R"({"type":"experiment","selected":"/src/a.cpp:3","speedup":0.00,"duration":100,"selected_samples":5})" "\n"
+      R"({"type":"throughput-point","name":"a.cpp:9","delta":6})" "\n"
+      R"({"type":"latency-point","name":"req","arrivals":5,"departures":5,"difference":0,"mean_in_flight":0.5})" "\n");
+  EXPECT_TRUE(p.warnings.empty()) << p.warnings.front();
+  ASSERT_EQ(p.experiments.size(), 2u);
+  EXPECT_EQ(p.experiments[0].selected_samples, 4u);
+  ASSERT_EQ(p.experiments[0].throughput.size(), 1u);
+  EXPECT_EQ(p.experiments[0].throughput[0].delta, 7u);
+  ASSERT_EQ(p.experiments[0].latency.size(), 1u);
+  EXPECT_EQ(p.experiments[1].throughput[0].delta, 6u);
+  EXPECT_DOUBLE_EQ(p.experiments[1].latency[0].mean_in_flight, 0.5);
+}
+
+// Processes appending to one profile may write different forms: each
+// experiment block is whole in one form, and lines are read one by one.
+TEST(ProfileReader, MixedTabAndJsonLines) {
+  Profile p = read(
+      "startup\ttime=1\n"
+      R"({"type":"startup","time":2})" "\n"
+      "experiment\tselected=/src/a.cpp:3\tspeedup=0.20\tduration=100\tselected-samples=4\n"
+      "throughput-point\tname=a.cpp:9\tdelta=7\n"
+      R"({"type":"experiment","selected":"/src/b.cpp:5","speedup":0.40,"duration":200,"selected_samples":2})" "\n"
+      R"({"type":"throughput-point","name":"a.cpp:9","delta":11})" "\n"
+      "samples\tlocation=/src/a.cpp:3\tcount=10\n"
+      R"({"type":"samples","location":"/src/a.cpp:3","count":5})" "\n"
+      R"({"type":"process","pid":7,"parent":1,"command":"./b"})" "\n"
+      R"({"type":"some-later-record","x":1})" "\n"
+      "runtime\ttime=1000\n"
+      R"({"type":"runtime","time":500})" "\n");
+  EXPECT_TRUE(p.warnings.empty()) << p.warnings.front();
+  ASSERT_EQ(p.experiments.size(), 2u);
+  EXPECT_EQ(p.experiments[0].selected, "/src/a.cpp:3");
+  EXPECT_EQ(p.experiments[0].throughput.at(0).delta, 7u);
+  EXPECT_EQ(p.experiments[1].selected, "/src/b.cpp:5");
+  EXPECT_EQ(p.experiments[1].throughput.at(0).delta, 11u);
+  EXPECT_EQ(p.samples.at("/src/a.cpp:3").count, 15u);
+  EXPECT_EQ(p.runtime_ns, 1500u);
+}
+
+// A record cut by a failed write is ended with the tab form's marker in a
+// JSON Lines profile too: skipped with the same warning, whatever the cut left.
+TEST(ProfileReader, CutJsonLinesAreSkipped) {
+  Profile p = read(
+      "experiment\tselected=/src/b.cpp:1\tspeedup=0.00\tduration=1\tselected-samples=1\n"
+      R"({"type":"experiment","selected":"/src/a.cpp:3","spe)" "\tcut=write-failed\n"
+      R"({"type":"throughput-point","name":"a.cpp:9","delta":7})" "\n"
+      R"({"type":"runtime","time":12})" "\tcut=write-failed\n"
+      R"({"type":"samples","location":"/src/a.cpp:3","count":1)" "\tcut=write-failed\n"
+      R"({"type":"runtime","time":3})" "\n");
+  ASSERT_EQ(p.warnings.size(), 4u);
+  EXPECT_EQ(p.warnings[0], "p.coz:2: record cut short by a failed write (disk full?), skipped");
+  // Its point is not credited to the experiment before the cut one.
+  EXPECT_EQ(p.warnings[1], "p.coz:3: point record after a skipped experiment, skipped");
+  EXPECT_EQ(p.warnings[2], "p.coz:4: record cut short by a failed write (disk full?), skipped");
+  EXPECT_EQ(p.warnings[3], "p.coz:5: record cut short by a failed write (disk full?), skipped");
+  ASSERT_EQ(p.experiments.size(), 1u);
+  EXPECT_TRUE(p.experiments[0].throughput.empty());
+  EXPECT_TRUE(p.samples.empty());
+  EXPECT_EQ(p.runtime_ns, 3u);
+}
+
+// The same records in both forms give the same analysis, byte for byte of
+// `coz report --json`.
+TEST(ProfileReader, BothFormsGiveTheSameAnalysis) {
+  std::string tab, json;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 120; ++i) {
+    const char* line = i % 3 == 0 ? "/src/a.cpp:3" : (i % 3 == 1 ? "/src/b.cpp:5" : "/src/c.cpp:8");
+    int speedup = static_cast<int>(rng() % 11) * 5;
+    uint64_t duration = 100'000'000 + rng() % 1000;
+    uint64_t delta = 100 + rng() % 20 + (i % 3 == 0 ? static_cast<uint64_t>(speedup) : 0);
+    uint64_t arrivals = 50 + rng() % 5;
+    tab += fmt::format("experiment\tselected={}\tspeedup={:.2f}\tduration={}\tselected-samples={}\tcores=4\tcores-busy=1.500\twaiting-for-core=0.000\n",
+                       line, speedup / 100.0, duration, 10 + i % 7);
+    tab += fmt::format("throughput-point\tname=main.cpp:9\tdelta={}\n", delta);
+    tab += fmt::format("latency-point\tname=req\tarrivals={}\tdepartures={}\tdifference=1\tmean-in-flight=2.5\n",
+                       arrivals, arrivals - 1);
+    json += fmt::format(R"({{"type":"experiment","selected":"{}","speedup":{:.2f},"duration":{},"selected_samples":{},"cores":4,"cores_busy":1.500,"waiting_for_core":0.000}})" "\n",
+                        line, speedup / 100.0, duration, 10 + i % 7);
+    json += fmt::format(R"({{"type":"throughput-point","name":"main.cpp:9","delta":{}}})" "\n", delta);
+    json += fmt::format(R"({{"type":"latency-point","name":"req","arrivals":{},"departures":{},"difference":1,"mean_in_flight":2.5}})" "\n",
+                        arrivals, arrivals - 1);
+  }
+  tab += "samples\tlocation=/src/a.cpp:3\tcount=500\tfunction=f\nsampling\tsamples=900\tin-scope=800\tlost=0\tperiod=1000000\tcpu-time=1000000000\nruntime\ttime=13000000000\n";
+  json += R"({"type":"samples","location":"/src/a.cpp:3","count":500,"function":"f"})" "\n"
+          R"({"type":"sampling","samples":900,"in_scope":800,"lost":0,"period":1000000,"cpu_time":1000000000})" "\n"
+          R"({"type":"runtime","time":13000000000})" "\n";
+  Profile from_tab = read(tab), from_json = read(json);
+  EXPECT_TRUE(from_json.warnings.empty()) << from_json.warnings.front();
+  ASSERT_EQ(from_json.experiments.size(), 120u);
+  EXPECT_EQ(to_json(analyze(from_json)), to_json(analyze(from_tab)));
+}
+
+// A profile Coz itself wrote (test/fixtures/coz-jsonl/README): every
+// experiment is read, and the analysis finds both loops of the toy program.
+TEST(ProfileReader, ReadsAProfileCozWrote) {
+  const std::string path = std::string(COZ_FIXTURES_DIR) + "/coz-jsonl/toy.jsonl";
+  Profile p;
+  ASSERT_TRUE(read_profile_file(path, p));
+  EXPECT_TRUE(p.warnings.empty()) << p.warnings.front();
+  std::ifstream in(path);
+  size_t experiment_lines = 0, point_lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    experiment_lines += line.find(R"("type":"experiment")") != std::string::npos;
+    point_lines += line.find(R"("type":"throughput-point")") != std::string::npos;
+  }
+  ASSERT_GT(experiment_lines, 20u);
+  EXPECT_EQ(p.experiments.size(), experiment_lines);
+  size_t points = 0;
+  for (const auto& e : p.experiments) {
+    EXPECT_GT(e.selected_samples, 0u) << e.selected;
+    EXPECT_GT(e.duration_ns, 0u);
+    points += e.throughput.size();
+  }
+  EXPECT_EQ(points, point_lines);
+  EXPECT_GT(p.samples.size(), 1u);
+  EXPECT_GT(p.runtime_ns, 0u);
+  Analysis a = analyze(p);
+  ASSERT_EQ(a.points.size(), 1u);
+  EXPECT_EQ(a.points[0].name, "toy.cpp:49");
+  std::set<std::string> lines;
+  for (const auto& e : a.effects) lines.insert(e.line);
+  EXPECT_TRUE(lines.count("/tmp/coz-run/toy/toy.cpp:18")) << "a()'s loop";
+  EXPECT_TRUE(lines.count("/tmp/coz-run/toy/toy.cpp:23")) << "b()'s loop";
 }
 
 TEST(ProfileReader, MalformedLinesAreSkippedWithFileAndLine) {

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "profile.h"
 
 namespace coz {
@@ -89,6 +91,126 @@ TEST(ProfileWriter, RoundTripThroughTheReader) {
   EXPECT_EQ(p.samples.at("/src/app/main.cpp:42").count, 100u);
   EXPECT_EQ(p.samples.at("/src/app/main.cpp:43").count, 3u);
   EXPECT_EQ(p.runtime_ns, 999u);
+}
+
+using Format = ProfileWriter::Format;
+
+// Coz's records exactly as Coz writes them in JSON Lines (libcoz/profiler.cpp:
+// no spaces, `selected_samples`, the speedup with two decimals as its stream
+// is set to), our
+// keys after Coz's with '_' for '-'.
+TEST(ProfileWriter, JsonLinesAreCozs) {
+  EXPECT_EQ(ProfileWriter::format_experiment(sample_experiment(), Format::CozJsonl),
+            R"({"type":"experiment","selected":"/src/app/main.cpp:42","speedup":0.35,"duration":51234567,"selected_samples":12,"pid":4242})" "\n"
+            R"({"type":"throughput-point","name":"main.cpp:60","delta":118})" "\n"
+            R"({"type":"latency-point","name":"request","arrivals":40,"departures":39,"difference":1,"mean_in_flight":1.25})" "\n");
+  EXPECT_EQ(ProfileWriter::format_startup(123, 10, 1, "./app --flag", Format::CozJsonl),
+            R"({"type":"startup","time":123})" "\n"
+            R"({"type":"process","pid":10,"parent":1,"command":"./app --flag"})" "\n");
+  EXPECT_EQ(ProfileWriter::format_samples({{"/src/a.c:3", 87, "main"}, {"/src/a.c:4", 1, ""}}, Format::CozJsonl),
+            R"({"type":"samples","location":"/src/a.c:3","count":87,"function":"main"})" "\n"
+            R"({"type":"samples","location":"/src/a.c:4","count":1})" "\n");
+  ExperimentResult e = sample_experiment();
+  e.points.clear();
+  e.pid = 0;
+  for (auto [speedup, text] : {std::pair{0.0, "0.00"}, std::pair{0.5, "0.50"}, std::pair{1.0, "1.00"}, std::pair{0.05, "0.05"}}) {
+    e.speedup = speedup;
+    EXPECT_NE(ProfileWriter::format_experiment(e, Format::CozJsonl).find(std::string(",\"speedup\":") + text + ","),
+              std::string::npos) << text;
+  }
+  e.end_ns = 77;
+  e.cores = 4;
+  e.cores_busy = 1.5;
+  e.waiting_for_core = 0.25;
+  EXPECT_NE(ProfileWriter::format_experiment(e, Format::CozJsonl)
+                .find(R"(,"end":77,"cores":4,"cores_busy":1.500,"waiting_for_core":0.250})"),
+            std::string::npos);
+  ProfileWriter::SamplingTotals t;
+  t.samples = 10;
+  t.in_scope = 9;
+  t.walks = {{"unwound", 8}, {"stopped-no-cfi", 1}};
+  t.steal_ns = 5;
+  t.machine_ns = 100;
+  EXPECT_EQ(ProfileWriter::format_sampling(t, Format::CozJsonl),
+            R"({"type":"sampling","samples":10,"in_scope":9,"lost":0,"unwound":8,"stopped_no_cfi":1,"steal":5,"machine_time":100})" "\n");
+}
+
+// JSON strings keep every character (the tab form turns tabs and newlines
+// into spaces); the reader gives them back.
+TEST(ProfileWriter, JsonStringsAreEscapedAndReadBack) {
+  ExperimentResult e = sample_experiment();
+  e.points.resize(1);
+  e.points[0].name = "q\"uote\\back\tslash\nnew\x01 \xC3\xA9";
+  std::string text = ProfileWriter::format_experiment(e, Format::CozJsonl);
+  EXPECT_NE(text.find(R"("name":"q\"uote\\back\tslash\nnew\u0001 )" "\xC3\xA9\""), std::string::npos) << text;
+  analysis::Profile p;
+  std::istringstream in(text);
+  analysis::read_profile(in, "p.jsonl", p);
+  ASSERT_TRUE(p.warnings.empty()) << p.warnings.front();
+  ASSERT_EQ(p.experiments.size(), 1u);
+  ASSERT_EQ(p.experiments[0].throughput.size(), 1u);
+  EXPECT_EQ(p.experiments[0].throughput[0].name, e.points[0].name);
+}
+
+// Every record the runtime writes, in both forms: the reader finds the same profile.
+std::string every_record(Format format) {
+  std::string out = ProfileWriter::format_startup(123, 10, 1, "./app", format);
+  ExperimentResult e = sample_experiment();
+  e.end_ns = 5000;
+  e.cores = 2;
+  e.cores_busy = 1.25;
+  e.waiting_for_core = 0.125;
+  out += ProfileWriter::format_experiment(e, format);
+  e.speedup = 0;
+  e.points[0].delta = 90;
+  out += ProfileWriter::format_experiment(e, format);
+  out += ProfileWriter::format_samples({{"/src/app/main.cpp:42", 87, "main"}, {"/src/app/main.cpp:43", 3, ""}}, format);
+  out += ProfileWriter::format_stacks({{"/src/app/main.cpp:10;/src/app/main.cpp:42;memcpy [libc.so.6]", 7}}, format);
+  out += ProfileWriter::format_blocked({{"/src/app/main.cpp:50", "mutex", 1000, 4}}, format);
+  ProfileWriter::SamplingTotals t;
+  t.samples = 100;
+  t.in_scope = 90;
+  t.lost = 1;
+  t.period_ns = 1'000'000;
+  t.cpu_time_ns = 120'000'000;
+  t.walks = {{"unwound", 80}, {"stopped-no-cfi", 10}};
+  t.stacks_dropped = 2;
+  t.waits_dropped = 3;
+  t.steal_ns = 5;
+  t.machine_ns = 1000;
+  t.pid = 10;
+  out += ProfileWriter::format_sampling(t, format);
+  return out;
+}
+
+std::string describe(const analysis::Profile& p) {
+  std::string d;
+  for (const auto& e : p.experiments) {
+    d += fmt::format("e {} {} {} {} {} {} {} {}\n", e.selected, e.speedup, e.duration_ns, e.selected_samples, e.end_ns,
+                     e.cores, e.cores_busy, e.waiting_for_core);
+    for (const auto& t : e.throughput) d += fmt::format(" t {} {}\n", t.name, t.delta);
+    for (const auto& l : e.latency)
+      d += fmt::format(" l {} {} {} {} {}\n", l.name, l.arrivals, l.departures, l.difference, l.mean_in_flight);
+  }
+  for (const auto& [k, s] : p.samples) d += fmt::format("s {} {} {}\n", k, s.count, s.function);
+  for (const auto& [k, n] : p.stacks) d += fmt::format("k {} {}\n", k, n);
+  for (const auto& [k, b] : p.blocked) d += fmt::format("b {} {} {} {}\n", k.first, k.second, b.time_ns, b.count);
+  const auto& s = p.sampling;
+  d += fmt::format("p {} {} {} {} {} {} {} {} {} {} {}\n", s.processes, s.samples, s.in_scope, s.lost, s.timed,
+                   s.attributed_ns, s.cpu_time_ns, s.stacks_dropped, s.waits_dropped, s.steal_ns, s.machine_ns);
+  d += fmt::format("r {} w {}\n", p.runtime_ns, p.warnings.size());
+  return d;
+}
+
+TEST(ProfileWriter, BothFormsReadBackTheSame) {
+  analysis::Profile tab, json;
+  std::istringstream tab_in(every_record(Format::Coz)), json_in(every_record(Format::CozJsonl));
+  analysis::read_profile(tab_in, "p.coz", tab);
+  analysis::read_profile(json_in, "p.jsonl", json);
+  EXPECT_TRUE(json.warnings.empty()) << json.warnings.front();
+  EXPECT_EQ(tab.experiments.size(), 2u);
+  EXPECT_EQ(tab.sampling.processes, 1u);
+  EXPECT_EQ(describe(json), describe(tab));
 }
 
 TEST(ProfileWriter, AppendsWithoutTruncating) {
@@ -240,6 +362,33 @@ TEST(ProfileWriter, AFullDiskCutsNoRecordIntoAnother) {
   EXPECT_EQ(p.samples.count("b.c:1"), 0u);
   EXPECT_EQ(p.runtime_ns, 4u);
   EXPECT_EQ(p.experiments.size(), 1u);
+}
+
+// The same in JSON Lines: the marker ends the cut line (whatever the cut
+// left, the line is then not JSON), and the reader skips it with the same warning.
+TEST(ProfileWriter, AFullDiskCutsNoJsonLineIntoAnother) {
+  const std::string path = temporary_profile();
+  ProfileWriter w(&SmallDisk::write);
+  w.set_format(Format::CozJsonl);
+  std::string error;
+  ASSERT_TRUE(w.open(path, error)) << error;
+  SmallDisk::disk.clear();
+  SmallDisk::room = 1000;
+  w.write_runtime(1);
+  SmallDisk::room = 25;  // into the first line of the experiment
+  w.write_experiment(sample_experiment());
+  SmallDisk::room = 1000;
+  w.write_runtime(3);
+  unlink(path.c_str());
+  EXPECT_EQ(SmallDisk::disk, std::string(R"({"type":"runtime","time":1})" "\n" R"({"type":"experiment","sel)") +
+                                 ProfileWriter::cut_marker + R"({"type":"runtime","time":3})" "\n");
+  analysis::Profile p;
+  std::istringstream in(SmallDisk::disk);
+  analysis::read_profile(in, "p.jsonl", p);
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_NE(p.warnings[0].find("p.jsonl:2: record cut short by a failed write"), std::string::npos) << p.warnings[0];
+  EXPECT_EQ(p.runtime_ns, 4u);
+  EXPECT_TRUE(p.experiments.empty());
 }
 
 // Records after the cut one in the same block get their try: a short write

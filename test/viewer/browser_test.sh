@@ -57,7 +57,7 @@ grep -q '>top [0-9]* agree between halves: [0-9]* of [0-9]*' "$dom" || fail "no 
 # A point with undecided lines says how many more experiments they need, and with a run time how long at its pace;
 # so does an undecided line's card.
 pace=""
-if grep -q '^runtime' "${profiles[@]}"; then pace=", [^<]* at this run's pace"; fi
+if grep -qE '^(runtime|\{"type":"runtime")' "${profiles[@]}"; then pace=", [^<]* at this run's pace"; fi  # either form
 if grep -q 'class="settled"[^>]*>settled: [^<]*, [1-9][0-9,]* undecided of ' "$dom"; then
   grep -q "class=\"to-settle\"[^>]*>to settle the [^<]*: ~[0-9,]* more experiments$pace (coz run --until-settled " "$dom" ||
     fail "no \"to settle the undecided lines: ~N more experiments, ~T at this run's pace\" under a point with undecided lines"

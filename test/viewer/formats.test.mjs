@@ -15,6 +15,7 @@ import {
   formatWarning,
   logEValue,
   mergeProfile,
+  parseJsonObject,
   parseStackFrame,
   readProfile,
   samplingCoverage,
@@ -77,6 +78,104 @@ test("JSON oddities: nested values skipped, numbers as 1.2e1, bad lines warned",
     "t.coz:4: throughput-point record: bad delta='seven', skipped",
     't.coz:5: JSON record without a "type" key, skipped',
   ]);
+});
+
+test("the JSON object reader: escapes, the number grammar, literals, the C++ reader's errors", () => {
+  const ok = (text) => {
+    const m = [];
+    assert.equal(parseJsonObject(text, m), null, text);
+    return m;
+  };
+  const bad = (text) => {
+    const error = parseJsonObject(text, []);
+    assert.notEqual(error, null, text);
+    return error;
+  };
+  assert.deepEqual(ok(String.raw`{"s":"q\"b\\s\/b\bf\fn\nr\rt\t"}`)[0], { key: "s", kind: "string", text: 'q"b\\s/b\bf\fn\nr\rt\t' });
+  assert.equal(ok(String.raw`{"s":"\u0041\u00e9\u20AC\ud83d\ude00"}`)[0].text, "A\u00e9\u20ac\u{1f600}");
+  for (const e of [String.raw`\x41`, String.raw`\u12`, String.raw`\ud83d`, String.raw`\ude00`, "a\tb"]) bad(`{"s":"${e}"}`);
+  for (const n of ["0", "-0", "12", "0.5", "1e8", "1.2E+8", "3e-2"]) assert.deepEqual(ok(`{"n":${n}}`)[0], { key: "n", kind: "number", text: n });
+  for (const n of ["01", "+1", ".5", "5.", "1e", "-", "0x10", "NaN", "Infinity", "tru", "True"]) bad(`{"n":${n}}`);
+  assert.deepEqual(ok('{"a":true,"b":false,"c":null,"d":[1,{"x":"]}"}]}').map((m) => m.kind), ["true", "false", "null", "nested"]);
+  assert.equal(bad('{"a" 1}'), "malformed JSON (expected ':' at column 6)");
+  assert.equal(bad('{"a":1} x'), "malformed JSON (text after the JSON object at column 9)");
+  assert.equal(bad("[1]"), "malformed JSON (expected '{' at column 1)");
+  for (const t of ["", "{", '{"a":1,}', '{"a":1 "b":2}', "{a:1}", '{"type":"experiment","sel\tcut=write-failed', '{"type":"runtime","time":12}\tcut=write-failed']) bad(t);
+});
+
+test("a profile Coz itself wrote (JSON Lines, test/fixtures/coz-jsonl): every experiment read", () => {
+  const path = join(here, "..", "fixtures", "coz-jsonl", "toy.jsonl");
+  const text = readFileSync(path, "utf8");
+  const p = read(text, path);
+  assert.deepEqual(p.warnings, []);
+  const experiments = text.split("\n").filter((l) => l.includes('"type":"experiment"')).length;
+  assert.ok(experiments > 20);
+  assert.equal(p.experiments.length, experiments);
+  assert.ok(p.experiments.every((e) => e.selectedSamples > 0 && e.throughput.length === 1));
+  const a = analyze(p);
+  assert.deepEqual(a.points.map((q) => q.name), ["toy.cpp:49"]);
+  const lines = new Set(a.effects.map((e) => e.line));
+  assert.ok(lines.has("/tmp/coz-run/toy/toy.cpp:18") && lines.has("/tmp/coz-run/toy/toy.cpp:23"));
+});
+
+test("JSON Lines: Coz's '_' keys and 0.2.5's types, mixed with tab records, cut lines skipped (as the C++ reader)", () => {
+  const p = read(
+    [
+      '{"type":"experiment","selected":"/src/a.cpp:3","speedup":0.35,"duration":100,"selected_samples":4}',
+      '{"type":"throughput_point","name":"a.cpp:9","delta":7}',
+      '{"type":"latency_point","name":"req","arrivals":5,"departures":4,"difference":1,"mean_in_flight":0.5}',
+      "experiment\tselected=/src/b.cpp:5\tspeedup=0.40\tduration=200\tselected-samples=2",
+      "throughput-point\tname=a.cpp:9\tdelta=11",
+      '{"type":"experiment","selected":"/src/a.cpp:3","spe\tcut=write-failed',
+      '{"type":"throughput-point","name":"a.cpp:9","delta":7}',
+      '{"type":"runtime","time":12}\tcut=write-failed',
+      '{"type":"samples","location":"/src/a.cpp:3","count":5,"function":null}',
+      "samples\tlocation=/src/a.cpp:3\tcount=10",
+      '{"type":"runtime","time":3}',
+      "",
+    ].join("\n"),
+  );
+  // The point after the cut experiment is not credited to the experiment before it.
+  assert.deepEqual(p.warnings.map(formatWarning), [
+    "t.coz:6: record cut short by a failed write (disk full?), skipped",
+    "t.coz:7: point record after a skipped experiment, skipped",
+    "t.coz:8: record cut short by a failed write (disk full?), skipped",
+  ]);
+  assert.equal(p.experiments.length, 2);
+  assert.equal(p.experiments[0].selectedSamples, 4);
+  assert.equal(p.experiments[0].throughput[0].delta, 7);
+  assert.equal(p.experiments[0].latency[0].meanInFlight, 0.5);
+  assert.equal(p.experiments[1].throughput[0].delta, 11);
+  assert.equal(p.samples.get("/src/a.cpp:3"), 15);
+  assert.equal(p.runtimeNs, 3);
+});
+
+test("the same records as JSON Lines and tab records give the same analysis", () => {
+  let tab = "";
+  let json = "";
+  let seed = 7;
+  const rand = (n) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
+  for (let i = 0; i < 120; ++i) {
+    const line = ["/src/a.cpp:3", "/src/b.cpp:5", "/src/c.cpp:8"][i % 3];
+    const speedup = (rand(11) * 5) / 100;
+    const duration = 100000000 + rand(1000);
+    const delta = 100 + rand(20) + (i % 3 === 0 ? Math.round(speedup * 100) : 0);
+    const arrivals = 50 + rand(5);
+    tab += `experiment\tselected=${line}\tspeedup=${speedup.toFixed(2)}\tduration=${duration}\tselected-samples=${10 + (i % 7)}\tcores=4\tcores-busy=1.500\twaiting-for-core=0.000\n`;
+    tab += `throughput-point\tname=main.cpp:9\tdelta=${delta}\n`;
+    tab += `latency-point\tname=req\tarrivals=${arrivals}\tdepartures=${arrivals - 1}\tdifference=1\tmean-in-flight=2.5\n`;
+    json += `{"type":"experiment","selected":"${line}","speedup":${speedup.toFixed(2)},"duration":${duration},"selected_samples":${10 + (i % 7)},"cores":4,"cores_busy":1.500,"waiting_for_core":0.000}\n`;
+    json += `{"type":"throughput-point","name":"main.cpp:9","delta":${delta}}\n`;
+    json += `{"type":"latency-point","name":"req","arrivals":${arrivals},"departures":${arrivals - 1},"difference":1,"mean_in_flight":2.5}\n`;
+  }
+  tab += "samples\tlocation=/src/a.cpp:3\tcount=500\tfunction=f\nsampling\tsamples=900\tin-scope=800\tlost=0\tperiod=1000000\tcpu-time=1000000000\nruntime\ttime=13000000000\n";
+  json += '{"type":"samples","location":"/src/a.cpp:3","count":500,"function":"f"}\n{"type":"sampling","samples":900,"in_scope":800,"lost":0,"period":1000000,"cpu_time":1000000000}\n{"type":"runtime","time":13000000000}\n';
+  const fromTab = read(tab);
+  const fromJson = read(json);
+  assert.deepEqual(fromJson.warnings, []);
+  assert.equal(fromJson.experiments.length, 120);
+  assert.deepEqual(fromJson, fromTab);
+  assert.deepEqual(analyze(fromJson), analyze(fromTab));
 });
 
 test("a cut-off last line is reported as truncated", () => {

@@ -208,9 +208,13 @@ struct Reader {
       warn_at(lineno, truncated ? "truncated last line, skipped" : error + ", skipped");
       return;
     }
-    if (rec.find("cut") != nullptr) {
+    if (rec.cut) {
       // The first part of a record that a failed write cut short (a full
       // disk), ended by the runtime's next write: not a record.
+      // The points after it belong to it if it was an experiment (the
+      // runtime retries the rest of a cut block), never to the one before.
+      current.reset();
+      current_was_skipped = true;
       warn_at(lineno, "record cut short by a failed write (disk full?), skipped");
       return;
     }

@@ -54,12 +54,13 @@ _coz() {
           _coz_files; return ;;
         --granularity) COMPREPLY=($(compgen -W 'auto line function' -- "$cur")); return ;;
         --allocation) COMPREPLY=($(compgen -W 'aimed samples' -- "$cur")); return ;;
-        --stop-signal) COMPREPLY=($(compgen -W 'INT TERM HUP QUIT USR1 USR2 KILL' -- "$cur")); return ;;
+        --format) COMPREPLY=($(compgen -W 'coz coz-jsonl' -- "$cur")); return ;;
+        --stop-signal) COMPREPLY=($(compgen -W 'INT TERM HUP QUIT USR1 USR2' -- "$cur")); return ;;
         --period) COMPREPLY=($(compgen -W '1ms 500us 2ms 4ms' -- "$cur")); return ;;
         --max-time) COMPREPLY=($(compgen -W '30s 90s 5min' -- "$cur")); return ;;
         --fixed-speedup | --top | --join) return ;;
       esac
-      COMPREPLY=($(compgen -W '--help --output --binary-scope --source-scope --progress --latency
+      COMPREPLY=($(compgen -W '--help --output --format --binary-scope --source-scope --progress --latency
         --fixed-line --fixed-speedup --end-to-end --granularity --period --quiet --until-settled --top
         --max-time --stop-signal --allocation --system --join --verbose --version ---' -- "$cur"))
       ;;

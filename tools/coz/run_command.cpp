@@ -267,6 +267,9 @@ int run_main(int argc, char** argv) {
       ("help,h", "show this help")
       ("version,V", "print coz's version and license")
       ("output,o", po::value<std::string>()->default_value("profile.coz")->value_name("FILE"), "profile to append to")
+      ("format", po::value<std::string>()->value_name("coz|coz-jsonl"),
+       "how the records are written: coz (default: tab-separated) or coz-jsonl (JSON Lines, as Coz 0.2.4 and "
+       "later write; docs/profile-format.md)")
       ("binary-scope,b", po::value<std::vector<std::string>>()->value_name("GLOB"),
        "glob of binaries to profile (repeatable; MAIN is the program; default: MAIN)")
       ("source-scope,s", po::value<std::vector<std::string>>()->value_name("GLOB"),
@@ -367,6 +370,11 @@ int run_main(int argc, char** argv) {
     int speedup = vm["fixed-speedup"].as<int>();
     if (speedup < 0 || speedup > 100) return fail(fmt::format("--fixed-speedup {}: expected 0 to 100", speedup));
     setenv("COZ_FIXED_SPEEDUP", std::to_string(speedup).c_str(), 1);
+  }
+  if (vm.count("format")) {
+    const auto& f = vm["format"].as<std::string>();
+    if (f != "coz" && f != "coz-jsonl") return fail(fmt::format("--format {}: expected coz or coz-jsonl", f));
+    setenv("COZ_PROFILE_FORMAT", f.c_str(), 1);
   }
   if (vm.count("end-to-end")) setenv("COZ_END_TO_END", "1", 1);
   if (vm.count("granularity")) {

@@ -283,8 +283,11 @@ class Reader {
       this.warnAt(lineno, truncated ? "truncated last line, skipped" : rec + ", skipped");
       return;
     }
-    if (findField(rec, "cut") !== undefined) {
+    if (rec.cut) {
       // The first part of a record that a failed write cut short (a full disk): not a record.
+      // Points after it belong to it if it was an experiment, never to the one before.
+      this.current = null;
+      this.currentWasSkipped = true;
       this.warnAt(lineno, "record cut short by a failed write (disk full?), skipped");
       return;
     }
