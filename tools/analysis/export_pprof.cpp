@@ -24,7 +24,6 @@ namespace {
 // message Profile
 constexpr uint32_t profile_sample_type = 1;
 constexpr uint32_t profile_sample = 2;
-constexpr uint32_t profile_mapping = 3;
 constexpr uint32_t profile_location = 4;
 constexpr uint32_t profile_function = 5;
 constexpr uint32_t profile_string_table = 6;
@@ -37,13 +36,8 @@ constexpr uint32_t value_type_unit = 2;
 // message Sample
 constexpr uint32_t sample_location_id = 1;
 constexpr uint32_t sample_value = 2;
-// message Mapping
-constexpr uint32_t mapping_id = 1;
-constexpr uint32_t mapping_filename = 5;
-constexpr uint32_t mapping_has_functions = 7;
 // message Location
 constexpr uint32_t location_id = 1;
-constexpr uint32_t location_mapping_id = 2;
 constexpr uint32_t location_line = 4;
 // message Line
 constexpr uint32_t line_function_id = 1;
@@ -118,27 +112,16 @@ std::string pprof_message(const ExportedStacks& stacks, uint64_t period_ns, uint
     profile.message(profile_sample, sample);
   }
 
-  // Out-of-scope libraries as mappings (pprof shows them beside the
-  // function); no addresses: every frame is already named.
-  std::map<std::string, uint64_t> mappings;
-  for (const ExportFrame& frame : stacks.frames) {
-    if (frame.kind != ExportFrame::Kind::Callee) continue;
-    auto [it, added] = mappings.emplace(frame.library, mappings.size() + 1);
-    if (!added) continue;
-    ProtobufWriter mapping;
-    mapping.varint(mapping_id, it->second);
-    mapping.varint(mapping_filename, strings.index(frame.library));
-    mapping.varint(mapping_has_functions, 1);
-    profile.message(profile_mapping, mapping);
-  }
-
-  // One location per frame (id = its index + 1); a function per (name, file).
+  // One location per frame (id = its index + 1), without an address or a
+  // mapping: every frame is already named, and pprof takes the first
+  // mapping's file for the program's name (a callee's `libc.so.6` would do).
+  // A function per (name, file); an out-of-scope function's file is its library.
   std::map<std::pair<std::string, std::string>, uint64_t> function_ids;
   ProtobufWriter functions;
   for (size_t i = 0; i < stacks.frames.size(); ++i) {
     const ExportFrame& frame = stacks.frames[i];
     std::string name = function_name_of(frame);
-    std::string file = frame.kind == ExportFrame::Kind::Callee ? std::string() : frame.file;
+    const std::string& file = frame.kind == ExportFrame::Kind::Callee ? frame.library : frame.file;
     auto [it, added] = function_ids.emplace(std::pair(name, file), function_ids.size() + 1);
     if (added) {
       ProtobufWriter function;
@@ -153,7 +136,6 @@ std::string pprof_message(const ExportedStacks& stacks, uint64_t period_ns, uint
     line.varint(line_line, frame.line);
     ProtobufWriter location;
     location.varint(location_id, i + 1);
-    if (frame.kind == ExportFrame::Kind::Callee) location.varint(location_mapping_id, mappings.at(frame.library));
     location.message(location_line, line);
     profile.message(profile_location, location);
   }

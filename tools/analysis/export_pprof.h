@@ -19,8 +19,9 @@ uint64_t sampling_period_ns(const Profile& profile);
 
 /// The uncompressed Profile message: sample types `samples/count` and, when
 /// the period is known, `cpu/nanoseconds` (count x period); one Location and
-/// one Line per distinct frame, a Function per distinct name and file, a
-/// Mapping per out-of-scope library; each Sample's locations leaf first.
+/// one Line per distinct frame, a Function per distinct name and file (an
+/// out-of-scope function's file is its library); each Sample's locations leaf
+/// first. No mappings or addresses.
 std::string pprof_message(const ExportedStacks& stacks, uint64_t period_ns, uint64_t duration_ns);
 
 /// `data` in the gzip format (zlib's deflate with a gzip wrapper).
