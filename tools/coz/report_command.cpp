@@ -1,5 +1,6 @@
 // `coz report`: reads one or more profiles, analyses them together and prints
-// the ranked table (or JSON, or a before/after comparison). Parsing,
+// the ranked table (or JSON, or a before/after comparison), or exports the
+// call stacks (flame graphs, pprof). Parsing,
 // statistics and layout live in coz_analysis; this file only maps the command
 // line and the terminal onto them.
 #include "report_command.h"
@@ -23,6 +24,8 @@
 #include "analysis.h"
 #include "analysis_json.h"
 #include "compare.h"
+#include "export_collapsed.h"
+#include "export_pprof.h"
 #include "profile.h"
 #include "text_report.h"
 
@@ -43,6 +46,8 @@ struct ReportArgs {
   std::string baseline = "local";
   bool json = false;
   bool compare = false;
+  bool collapsed = false;
+  std::string pprof;  // the file to write; "" for none
   bool no_color = false;
   bool help = false;
   bool version = false;
@@ -62,6 +67,10 @@ po::options_description visible_options(ReportArgs& args) {
       ("json", po::bool_switch(&args.json), "the full analysis as JSON (schema: docs/analysis.md)")
       ("compare", po::bool_switch(&args.compare),
        "compare two profiles, BEFORE AFTER: the program's change and each line's change in impact")
+      ("collapsed", po::bool_switch(&args.collapsed),
+       "the call stacks as folded stacks on stdout, for flamegraph.pl, inferno, speedscope (docs/exports.md)")
+      ("pprof", po::value(&args.pprof)->value_name("FILE"),
+       "write the call stacks to FILE as a gzipped pprof profile.proto, for go tool pprof (docs/exports.md)")
       ("no-color", po::bool_switch(&args.no_color), "no ANSI colours (also: NO_COLOR set)")
       ("help,h", po::bool_switch(&args.help), "show this help")
       ("version,V", po::bool_switch(&args.version), "print coz's version and license");
@@ -71,6 +80,7 @@ po::options_description visible_options(ReportArgs& args) {
 void print_usage(const po::options_description& opts) {
   std::cout << "Usage: coz report [options] [PROFILE...]\n"
                "       coz report --compare [options] BEFORE AFTER\n"
+               "       coz report --collapsed | --pprof FILE [PROFILE...]\n"
                "Ranks source lines by how much making them faster would speed up the program.\n"
                "PROFILE defaults to profile.coz; several profiles are merged (runs add up).\n\n"
             << cli::format_options(opts);
@@ -85,6 +95,10 @@ bool parse(int argc, char** argv, ReportArgs& args, po::options_description& vis
     return error = "--baseline must be 'local', 'pooled' or 'line'", false;
   }
   if (args.compare && args.files.size() != 2) return error = "--compare takes two profiles: BEFORE AFTER", false;
+  if ((args.collapsed || !args.pprof.empty()) && (args.compare || args.json)) {
+    return error = "--collapsed and --pprof export the call stacks instead of the report: not with --compare or --json",
+           false;
+  }
   if (args.files.empty()) args.files.push_back("profile.coz");
   return true;
 }
@@ -131,6 +145,25 @@ bool check_point(const std::string& point, const analysis::Analysis& result, std
 int fail(const std::string& message) {
   std::cerr << "coz report: " << message << '\n';
   return cli::exit_bad_input;
+}
+
+// --collapsed, --pprof: the conventional profile's stacks for other tools.
+int export_stacks(const ReportArgs& args, const analysis::Profile& profile) {
+  analysis::ExportedStacks stacks = analysis::exported_stacks(profile);
+  if (stacks.stacks.empty()) {
+    // Like a report without experiments: nothing to show is not an error.
+    std::cerr << "coz report: no call stacks in the profile, nothing to export (Coz's profiles have none)\n";
+    return 0;
+  }
+  std::string error;
+  if (!args.pprof.empty()) {
+    if (!analysis::write_pprof_file(profile, stacks, args.pprof, error)) return fail(error);
+    std::cerr << fmt::format("coz report: wrote {}: {} samples in {} stacks\n", args.pprof, stacks.samples,
+                             stacks.stacks.size());
+  }
+  if (args.collapsed) analysis::write_collapsed(std::cout, stacks);
+  std::cout.flush();
+  return 0;
 }
 
 }  // namespace
@@ -182,6 +215,10 @@ int report_main(int argc, char** argv) {
 
   analysis::Profile profile;
   if (!read_all(args.files, profile, error)) return fail(error);
+  if (args.collapsed || !args.pprof.empty()) {
+    print_warnings(profile);
+    return export_stacks(args, profile);
+  }
   analysis::Analysis result = analysis::analyze(profile, options);
   if (!check_point(args.point, result, error)) return fail(error);
 
