@@ -68,10 +68,11 @@ _coz() {
       case $prev in
         --baseline) COMPREPLY=($(compgen -W 'local pooled line' -- "$cur")); return ;;
         --top | --point | --min-experiments) return ;;
+        --pprof) _coz_files; return ;;
       esac
       if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '--help --version --top --point --min-experiments --baseline --json
-          --compare --no-color' -- "$cur"))
+          --compare --collapsed --pprof --no-color' -- "$cur"))
       else
         _coz_files '*.coz'
       fi
