@@ -1,13 +1,13 @@
 # `cpack` in a build tree makes two packages of what `cmake --install` lays out:
-#   coz-causal-profiler_<version>_<arch>.deb   installs under /usr; takes the place
+#   coz_<version>_<arch>.deb                     installs under /usr; takes the place
 #       of Debian's coz-profiler (same `coz` command and coz.h), its library
 #       dependencies found by dpkg-shlibdeps
-#   coz-causal-profiler-<version>-Linux.tar.gz  to unpack anywhere: bin/coz finds
+#   coz-<version>-Linux.tar.gz                   to unpack anywhere: bin/coz finds
 #       lib/coz/libcoz.so and share/coz/coz-viewer.html relative to itself
 set(COZ_PACKAGE_MAINTAINER "coz maintainers <maintainers@users.noreply.a-seed-119f256b.example>"
   CACHE STRING "Maintainer field of the .deb that cpack builds")
 
-set(CPACK_PACKAGE_NAME coz-causal-profiler)
+set(CPACK_PACKAGE_NAME coz)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "${COZ_PACKAGE_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "causal profiler for native Linux programs, compatible with Coz")
