@@ -458,6 +458,8 @@ RawProfile read_raw(const std::string& path) {
     std::string error;
     if (!analysis::split_record_line(line, record, error)) {
       raw.problems.push_back("line " + std::to_string(number) + " (" + error + "): " + line.substr(0, 200));
+    } else if (record.cut) {
+      continue;  // what a failed write cut short, ended by the next write: not a record, nor a broken one
     } else if (!kKnownRecords.count(record.type)) {
       raw.problems.push_back("line " + std::to_string(number) + " unknown record: " + line.substr(0, 200));
     } else {
