@@ -26,6 +26,7 @@
 #include "real.h"
 #include "runtime.h"
 #include "sampler.h"
+#include "seccomp_filter.h"
 #include "signal_stack.h"
 #include "thread_registry.h"
 #include "channels.h"
@@ -121,6 +122,29 @@ int wait_for_program_signal(const sigset_t* set, siginfo_t* info, const struct t
 bool enters_strict_mode(long number, long a1, long a2) {
   return (number == SYS_prctl && a1 == PR_SET_SECCOMP && a2 == SECCOMP_MODE_STRICT) ||
          (number == SYS_seccomp && a1 == SECCOMP_SET_MODE_STRICT);
+}
+
+/// The filter a prctl or seccomp(2) call installs, or null.
+const sock_fprog* installed_filter(long number, long a1, long a2, long a3) {
+  if (number == SYS_prctl && a1 == PR_SET_SECCOMP && a2 == SECCOMP_MODE_FILTER) {
+    return reinterpret_cast<const sock_fprog*>(a3);
+  }
+  if (number == SYS_seccomp && a1 == SECCOMP_SET_MODE_FILTER) return reinterpret_cast<const sock_fprog*>(a3);
+  return nullptr;
+}
+
+/// Before a call that confines the thread: where strict mode, or a filter
+/// that refuses one of the runtime's own calls (seccomp_filter.h), would
+/// end the program at its next sample, the thread stops taking part first.
+/// (A filter with SECCOMP_FILTER_FLAG_TSYNC confines the other threads too:
+/// only this one is sealed.)
+void before_confinement(long number, long a1, long a2, long a3) {
+  if (enters_strict_mode(number, a1, a2)) {
+    coz::seal_current_thread();
+    return;
+  }
+  const sock_fprog* filter = installed_filter(number, a1, a2, a3);
+  if (filter && !coz::in_runtime() && !coz::seccomp::runtime_calls_allowed(*filter)) coz::seal_current_thread();
 }
 
 bool is_futex_lock(int op) { return op == FUTEX_LOCK_PI || op == FUTEX_LOCK_PI2; }
@@ -372,7 +396,7 @@ long syscall(long number, ...) {
   long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
   va_end(ap);
   auto real = [&] { return functions().syscall(number, a1, a2, a3, a4, a5, a6); };
-  if (enters_strict_mode(number, a1, a2)) coz::seal_current_thread();
+  before_confinement(number, a1, a2, a3);
   switch (number) {
     case SYS_futex: {
       int op = static_cast<int>(a2) & FUTEX_CMD_MASK;
@@ -712,7 +736,7 @@ int prctl(int option, ...) {
   unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
   unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
   va_end(ap);
-  if (enters_strict_mode(SYS_prctl, option, static_cast<long>(a2))) coz::seal_current_thread();
+  before_confinement(SYS_prctl, option, static_cast<long>(a2), static_cast<long>(a3));
   return functions().prctl(option, a2, a3, a4, a5);
 }
 

@@ -177,14 +177,17 @@ void Profiler::shutdown_from_signal(uint64_t timeout_ns) {
   wait_until_shut_down(timeout_ns);
 }
 
-bool Profiler::shutdown_on_profiler_thread(uint64_t timeout_ns) {
+bool Profiler::shutdown_on_profiler_thread(uint64_t timeout_ns, bool may_sleep) {
   exit_requested_.store(true, std::memory_order_release);
-  return wait_until_shut_down(timeout_ns);
+  return wait_until_shut_down(timeout_ns, may_sleep);
 }
 
-bool Profiler::wait_until_shut_down(uint64_t timeout_ns) {
-  uint64_t deadline = sys::monotonic_ns() + timeout_ns;
-  while (!shut_down_.load(std::memory_order_acquire) && sys::monotonic_ns() < deadline) sys::sleep_ns(1'000'000);
+bool Profiler::wait_until_shut_down(uint64_t timeout_ns, bool may_sleep) {
+  uint64_t deadline = sys::monotonic_ns() + timeout_ns;  // the vDSO's clock: no system call
+  while (!shut_down_.load(std::memory_order_acquire) && sys::monotonic_ns() < deadline) {
+    if (may_sleep) sys::sleep_ns(1'000'000);
+    else __builtin_ia32_pause();
+  }
   return shut_down_.load(std::memory_order_acquire);
 }
 

@@ -38,7 +38,9 @@ class Profiler {
   /// At process exit, where only the profiler thread can write the profile
   /// (the runtime's own descriptor table, descriptors.h): has it run
   /// shutdown(), and waits up to `timeout_ns`; false if it did not finish.
-  bool shutdown_on_profiler_thread(uint64_t timeout_ns);
+  /// `may_sleep` false: waits without a system call (a sealed thread's
+  /// seccomp filter may allow none).
+  bool shutdown_on_profiler_thread(uint64_t timeout_ns, bool may_sleep = true);
   /// Runs `report` on the profiler thread after a shutdown_from_signal()'s
   /// records, before the signal handler lets the process end.
   void after_signal_shutdown(void (*report)()) { signal_report_ = report; }
@@ -66,7 +68,7 @@ class Profiler {
   /// enters it and opens the files only this thread uses (descriptors.h).
   void open_own_files();
   /// Waits up to `timeout_ns` for shutdown() to have written the last records.
-  bool wait_until_shut_down(uint64_t timeout_ns);
+  bool wait_until_shut_down(uint64_t timeout_ns, bool may_sleep = true);
   void take_realtime_priority();
   void run();
   /// `coz run --system`: leads the experiments, or follows another

@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -483,12 +484,15 @@ void summarize_after_exit_signal() {
   if (const Runtime* rt = g_runtime.load(std::memory_order_acquire)) summarize_run(*rt);
 }
 
-/// The last records, at exit: written by this thread, or where only the
-/// profiler thread can write the profile (descriptors.h), by that one.
+/// The last records, at exit: written by this thread, or by the profiler
+/// thread where only it can write the profile (descriptors.h) or where this
+/// one is sealed against its seccomp filter (which may refuse the files,
+/// the locks and the sleeps the last records take).
 void finish_profile(Profiler& profiler) {
   constexpr uint64_t timeout_ns = 5'000'000'000;
-  if (descriptors::usable_here()) return profiler.shutdown();
-  if (!profiler.shutdown_on_profiler_thread(timeout_ns)) {
+  const bool sealed = current_thread_sealed();
+  if (descriptors::usable_here() && !sealed) return profiler.shutdown();
+  if (!profiler.shutdown_on_profiler_thread(timeout_ns, /*may_sleep=*/!sealed)) {
     log::warn("the profiler thread did not finish the profile within {} s: its last records are lost",
               timeout_ns / 1'000'000'000);
   }
@@ -508,7 +512,8 @@ void stop() {
   // What this thread does from here on is the runtime's (the program's
   // exit handlers have run): sampled, it made the shutdown up to 1 s
   // longer at --period 10us.
-  if (ThreadState* t = current_thread()) suspend_sampling(*t);
+  ThreadState* t = current_thread();
+  if (t && !current_thread_sealed()) suspend_sampling(*t);  // a sealed one has none
   if (g_profiler) finish_profile(*g_profiler);
   summarize_run(*rt);
 }
@@ -583,8 +588,13 @@ void on_library_loaded() {
 extern "C" {
 
 __attribute__((visibility("default"))) coz_counter_t* _coz_get_counter(int type, const char* name) {
+  // A thread sealed against its seccomp confinement (seal_current_thread)
+  // is inside the runtime for good, and its filter may allow none of the
+  // runtime's calls (rt_sigprocmask): it registers without holding signals.
+  const bool sealed = coz::in_runtime();
   coz::RuntimeSection section;  // the registry allocates
-  coz::SignalsDeferred deferred;  // under the lock the last experiment's records take
+  std::optional<coz::SignalsDeferred> deferred;  // under the lock the last experiment's records take
+  if (!sealed) deferred.emplace();
   return coz::g_points ? coz::g_points->get_counter(type, name) : nullptr;
 }
 

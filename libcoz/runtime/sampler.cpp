@@ -520,11 +520,19 @@ bool pause_sampling_for_exec(ThreadState& t) {
   // has no event to stop.
   if (sys::gettid() != t.tid) return false;
   // A trap raised during this call arrives as it returns, to the handler.
-  return sys::raw_syscall6(SYS_ioctl, t.perf_fd, PERF_EVENT_IOC_DISABLE, 0) == 0;
+  if (sys::raw_syscall6(SYS_ioctl, t.perf_fd, PERF_EVENT_IOC_DISABLE, 0) == 0) return true;
+  // Refused (a seccomp filter the runtime did not see installed: one
+  // inherited, or one that answers ioctl with an error): the event goes.
+  stop_sampling(t);
+  return true;
 }
 
 void resume_sampling_after_exec(ThreadState& t) {
-  sys::raw_syscall6(SYS_ioctl, t.perf_fd, PERF_EVENT_IOC_ENABLE, 0);
+  if (t.perf_fd >= 0) {
+    sys::raw_syscall6(SYS_ioctl, t.perf_fd, PERF_EVENT_IOC_ENABLE, 0);
+  } else if (Runtime* rt = runtime()) {
+    start_sampling(t, rt->config);  // its event went before the exec
+  }
 }
 
 void stop_sampling(ThreadState& t) {

@@ -266,7 +266,14 @@ std::optional<ProcessThreads> read_process_threads() {
   return parse_process_stat(buf);
 }
 
+namespace {
+thread_local bool tls_sealed = false;
+}  // namespace
+
+bool current_thread_sealed() { return tls_sealed; }
+
 void seal_current_thread() {
+  tls_sealed = true;
   ThreadState* t = tls_thread;
   Runtime* rt = runtime();
   if (!t || !rt || in_runtime()) return;

@@ -166,10 +166,14 @@ std::optional<ProcessThreads> read_process_threads();
 void open_process_stat();
 
 /// Under seccomp strict mode (about to be entered), the thread may only
-/// read, write, _exit and sigreturn: it pays what it owes, leaves the
-/// thread list (but stays counted as live), stops its sampler, and never
-/// runs the runtime's bookkeeping again.
+/// read, write, _exit and sigreturn; under a filter that refuses one of the
+/// runtime's calls (seccomp_filter.h), much the same: it pays what it owes,
+/// leaves the thread list (but stays counted as live), stops its sampler,
+/// and never runs the runtime's bookkeeping again.
 void seal_current_thread();
+/// Whether seal_current_thread() ran on the calling thread: it may make no
+/// system call of the runtime's own, not even a sleep.
+bool current_thread_sealed();
 
 /// The registered threads, guarded by thread_list_lock().
 FutexLock& thread_list_lock();

@@ -978,6 +978,41 @@ TEST_F(RobustnessTest, ProgressPointOnALineWithoutCodeFails) {
 }
 
 // ======================================================================================
+// Seccomp filters the program installs (issue #51): the runtime reads each filter
+// before it takes effect, and a thread whose filter would refuse the runtime's own
+// calls stops taking part first. Before: OpenSSH-like allow-lists without
+// rt_sigreturn killed the program at its first sample (SIGSYS), and a child under a
+// filter that answers ioctl with an error died at its exec (SIGTRAP, 20 of 20).
+// ======================================================================================
+
+TEST_F(RobustnessTest, AFilterWithoutSigreturnKeepsTheProgramAlive) {
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    const ProcessResult result = run({"-q"}, {SECCOMP_SANDBOX_EXE, "--filter", "no-sigreturn", "--ms", "300"});
+    expect_exit(result, 0);
+    EXPECT_NE(result.out.find("seccomp_sandbox done"), std::string::npos) << result.out;
+  }
+  const RawProfile raw = whole_profile();
+  EXPECT_EQ(raw.count("runtime"), 3u) << "the last records, written by the profiler thread\n" << raw.text;
+}
+
+TEST_F(RobustnessTest, ExecsUnderAFilterThatRefusesIoctlSurvive) {
+  const ProcessResult result =
+      run({"-q"}, {SECCOMP_SANDBOX_EXE, "--filter", "no-ioctl", "--ms", "100", "--execs", "20"});
+  expect_exit(result, 0);
+  EXPECT_NE(result.out.find("seccomp_sandbox done children_failed=0"), std::string::npos) << result.out;
+}
+
+TEST_F(RobustnessTest, AThreadUnderAFilterThatAllowsTheRuntimeIsStillSampled) {
+  const ProcessResult result = run({"-q"}, {SECCOMP_SANDBOX_EXE, "--filter", "permissive", "--ms", "500"});
+  expect_exit(result, 0);
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile);
+  EXPECT_GT(samples_on_line(*profile, marked_line("robust/seccomp_sandbox.c", "sandboxed_work")), 100u)
+      << "0.5 s of work, all of it under the filter";
+}
+
+// ======================================================================================
 // Sanitizer builds (issue #51): AddressSanitizer's runtime must load first, the
 // runtime's own allocations and threads are not the program's leaks or races, and
 // the program's own race is still reported with the sanitizer's exit status.
