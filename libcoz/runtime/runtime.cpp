@@ -4,6 +4,9 @@
 
 #include <coz.h>
 #include <fcntl.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <link.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -71,6 +74,14 @@ std::string command_line() {
   return out;
 }
 
+
+/// Whether the process is confined by a seccomp filter it inherited (the
+/// runtime is starting: the program has installed none yet). A filter that
+/// refuses prctl itself counts as one.
+bool started_under_seccomp_filter() {
+  long mode = sys::raw_syscall6(SYS_prctl, PR_GET_SECCOMP);
+  return mode == SECCOMP_MODE_FILTER || (mode < 0 && mode != -EINVAL);
+}
 
 /// Every loaded ELF object; the first one dl_iterate_phdr reports (with an
 /// empty name) is the executable.
@@ -367,6 +378,15 @@ void start() {
   if (objects_in_scope == 0 && !may_load_later) {
     // `coz run` refuses a program with nothing to profile; this is a program it execs.
     log::info("{} is out of scope; not profiling it", main_executable);
+    return;
+  }
+  // A process started under a seccomp filter (a sandbox that execs its
+  // helpers, as man-db does for col and groff) cannot show it: the filter
+  // may refuse the sampler, the timers and the profile. With nothing in
+  // scope yet, the runtime would only print those refusals on the
+  // program's stderr; it stays out.
+  if (objects_in_scope == 0 && started_under_seccomp_filter()) {
+    log::info("{} started under a seccomp filter with nothing in scope; not profiling it", main_executable);
     return;
   }
   g_warn_if_never_in_scope = launched_here && objects_in_scope == 0;
