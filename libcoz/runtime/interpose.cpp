@@ -6,6 +6,7 @@
 // thread ended the wait); or pass-through with a small adjustment. See
 // delay.h for why.
 #include <errno.h>
+#include <linux/capability.h>
 #include <linux/futex.h>
 #include <linux/io_uring.h>
 #include <linux/seccomp.h>
@@ -23,6 +24,7 @@
 #include <cstdlib>
 
 #include "descriptors.h"
+#include "mirrored_calls.h"
 #include "real.h"
 #include "runtime.h"
 #include "sampler.h"
@@ -397,6 +399,11 @@ long syscall(long number, ...) {
   va_end(ap);
   auto real = [&] { return functions().syscall(number, a1, a2, a3, a4, a5, a6); };
   before_confinement(number, a1, a2, a3);
+  if (coz::changes_thread_capabilities(number, a1, a2)) {
+    long ret = real();
+    if (ret == 0) coz::mirror_on_profiler_thread(number, a1, a2, a3, a4, a5);
+    return ret;
+  }
   switch (number) {
     case SYS_futex: {
       int op = static_cast<int>(a2) & FUTEX_CMD_MASK;
@@ -737,7 +744,24 @@ int prctl(int option, ...) {
   unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
   va_end(ap);
   before_confinement(SYS_prctl, option, static_cast<long>(a2), static_cast<long>(a3));
-  return functions().prctl(option, a2, a3, a4, a5);
+  int ret = functions().prctl(option, a2, a3, a4, a5);
+  if (ret == 0 && coz::changes_thread_capabilities(SYS_prctl, option, static_cast<long>(a2))) {
+    coz::mirror_on_profiler_thread(SYS_prctl, option, static_cast<long>(a2), static_cast<long>(a3),
+                                   static_cast<long>(a4), static_cast<long>(a5));
+  }
+  return ret;
+}
+
+// ---- capabilities ------------------------------------------------------------------
+
+/// glibc's capset is the bare system call, made here; raised or kept
+/// capabilities are then the profiler thread's too (mirrored_calls.h).
+int capset(cap_user_header_t header, const cap_user_data_t data) {
+  long ret = coz::sys::raw_syscall6(SYS_capset, reinterpret_cast<long>(header), reinterpret_cast<long>(data));
+  if (ret < 0) return errno = static_cast<int>(-ret), -1;
+  const long h = reinterpret_cast<long>(header), d = reinterpret_cast<long>(data);
+  if (coz::changes_thread_capabilities(SYS_capset, h, d)) coz::mirror_on_profiler_thread(SYS_capset, h, d);
+  return 0;
 }
 
 // ---- libraries loaded at run time ------------------------------------------------

@@ -13,6 +13,7 @@
 #include "experiment_cycle.h"
 #include "experiment_window.h"
 #include "log.h"
+#include "mirrored_calls.h"
 #include "real.h"
 #include "reentrancy.h"
 #include "sampler.h"
@@ -66,6 +67,7 @@ bool Profiler::wait_unless_stopping(uint64_t ns, uint64_t step_ns, bool poll_poi
   auto work = [&] {
     if (poll_points) poll_in_flight();
     drain_unsignalled_rings(rt_);
+    serve_mirrored_call();  // a program thread's capabilities, made ours too (mirrored_calls.h)
     // The step counts from the drain: unmapping takes part of it, not more.
     unmap_retired_rings(step_ns / 2);
   };
@@ -107,9 +109,11 @@ bool Profiler::start() {
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setsigmask_np(&attr, &all);
   pthread_t thread;
+  note_profiler_thread(-1);  // starting: a program thread may need it before it runs (mirrored_calls.h)
   int err = real::functions().pthread_create(&thread, &attr, &Profiler::thread_main, this);
   pthread_attr_destroy(&attr);
   if (err != 0) {
+    note_profiler_thread(0);
     log::warn("cannot start the profiler thread; no experiments will run");
     return false;
   }
@@ -223,6 +227,7 @@ bool Profiler::choose_in_system(ExperimentChoice& choice) {
   bool gathered = false;
   while (!stop()) {
     drain_unsignalled_rings(rt_);
+    serve_mirrored_call();  // a program thread's capabilities, made ours too (mirrored_calls.h)
     system_->publish_samples();
     std::optional<std::string> name;
     if (fixed) {
@@ -331,6 +336,7 @@ SourceLine* Profiler::wait_for_fixed_line() {
   while (!stopping_.load(std::memory_order_acquire) && !program_gone()) {
     if (SourceLine* line = rt_.fixed_line.load(std::memory_order_acquire)) return line;
     drain_unsignalled_rings(rt_);
+    serve_mirrored_call();  // a program thread's capabilities, made ours too (mirrored_calls.h)
     sys::sleep_ns(quiet_step(rt_.config.poll_interval_ns));  // its library is not loaded yet
   }
   return nullptr;
@@ -348,6 +354,7 @@ SourceLine* Profiler::wait_for_line() {
   uint64_t sampled_before = rt_.stats.samples.load(std::memory_order_relaxed);
   while (!stopping_.load(std::memory_order_acquire) && !program_gone()) {
     drain_unsignalled_rings(rt_);
+    serve_mirrored_call();  // a program thread's capabilities, made ours too (mirrored_calls.h)
     if (SourceLine* line = choose_line()) return line;
     const uint64_t sampled = rt_.stats.samples.load(std::memory_order_relaxed);
     wait_ns = sampled == sampled_before ? std::min(wait_ns * 2, rt_.config.idle_wake_ns) : busy_wait_ns;
@@ -749,6 +756,7 @@ void Profiler::shutdown() {
   FutexGuard guard(lock_);
   if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
   drain_unsignalled_rings(rt_);
+  serve_mirrored_call();  // a program thread's capabilities, made ours too (mirrored_calls.h)
   bool long_enough = running_.active && (rt_.config.end_to_end ||
                                          clock_.now_ns() - running_.start_ns >= rt_.config.experiment_min_ns);
   if (running_.active && !long_enough) {

@@ -855,6 +855,7 @@ bool start_process_sampling(Runtime& rt) {
 }
 
 void note_profiler_thread(int tid) { g_profiler_tid.store(tid, std::memory_order_relaxed); }
+int profiler_thread_tid() { return g_profiler_tid.load(std::memory_order_relaxed); }
 
 void forget_inherited_process_sampling() {
   g_cpu_rings.forget();  // it has no descriptor: see start_process_sampling

@@ -35,6 +35,9 @@ bool install_trap_handler();
 bool start_process_sampling(Runtime& rt);
 /// The profiler thread's id: its samples in the per-CPU rings count nowhere.
 void note_profiler_thread(int tid);
+/// The profiler thread's tid; 0 without one, -1 while it starts (between
+/// pthread_create and its first instruction: note_profiler_thread).
+int profiler_thread_tid();
 /// In a forked child: drops the parent's per-CPU rings (the child's thread
 /// is not sampled into them) without touching them.
 void forget_inherited_process_sampling();

@@ -1013,6 +1013,35 @@ TEST_F(RobustnessTest, AThreadUnderAFilterThatAllowsTheRuntimeIsStillSampled) {
 }
 
 // ======================================================================================
+// Privilege drops that keep capabilities (issue #51): capabilities are each thread's,
+// and glibc applies a user or group change to every thread, aborting the process
+// if one fails. The profiler thread, without the capabilities the program kept,
+// failed setresgid: SIGABRT before. The prctl and capset calls are made on it too.
+// ======================================================================================
+
+TEST_F(RobustnessTest, APrivilegeDropThatKeepsACapabilityCompletes) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to drop privileges";
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    const ProcessResult result = run({"-q"}, {KEEP_CAPS_EXE});
+    expect_exit(result, 0);
+    EXPECT_EQ(result.out, "keep_caps uid=65534 gid=65534\n");
+  }
+}
+
+TEST_F(RobustnessTest, SetprivKeepingGroupsRunsAsPlain) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to drop privileges";
+  if (access("/usr/bin/setpriv", X_OK) != 0 || access("/usr/bin/id", X_OK) != 0) GTEST_SKIP() << "no setpriv";
+  const std::vector<std::string> command = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--keep-groups",
+                                            "/usr/bin/id", "-u"};
+  const ProcessResult plain = run_process(command, scratch_);
+  ASSERT_TRUE(plain.exited && plain.exit_status == 0) << describe(plain);
+  const ProcessResult profiled = run({"-q", "-b", "MAIN"}, command);
+  expect_exit(profiled, 0);
+  EXPECT_EQ(profiled.out, plain.out);
+}
+
+// ======================================================================================
 // Sanitizer builds (issue #51): AddressSanitizer's runtime must load first, the
 // runtime's own allocations and threads are not the program's leaks or races, and
 // the program's own race is still reported with the sanitizer's exit status.
