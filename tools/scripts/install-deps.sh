@@ -25,6 +25,14 @@ fi
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
+# The export tests (test/exports): Coz's JSON Lines read with python3's json
+# module, and `coz report --pprof` loaded by `go tool pprof`. Any Go counts:
+# on PATH, or an official tarball's /usr/local/go/bin (the test looks there too).
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
+  missing+=(golang-go)
+fi
+
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
