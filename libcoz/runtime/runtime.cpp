@@ -104,6 +104,24 @@ std::vector<LoadedObject> loaded_objects(const std::string& main_executable) {
   return walk.objects;
 }
 
+/// One warning for `paths`: "X has ..." for one, "N objects have ... (X, Y, ...)" for more.
+/// `message` takes the subject, then `one` or `many` for each later {}.
+void warn_about_objects(const std::vector<std::string>& paths, const char* message, const char* one,
+                        const char* many) {
+  if (paths.empty()) return;
+  if (paths.size() == 1) {
+    const std::string subject = paths[0] + " has";
+    log::warn("{}", fmt::format(fmt::runtime(message), subject, one, one));
+    return;
+  }
+  std::string names;
+  for (size_t i = 0; i < paths.size() && i < 4; ++i) names += (i ? ", " : "") + paths[i].substr(paths[i].rfind('/') + 1);
+  if (paths.size() > 4) names += ", ...";
+  const std::string subject = fmt::format("{} objects ({}) have", paths.size(), names);
+  log::warn("{}", fmt::format(fmt::runtime(message), subject, many, many));
+  for (const std::string& path : paths) log::info("{}", path);
+}
+
 /// Builds the line map of every object in scope; returns how many objects were in scope.
 /// `main_program` is what "MAIN" (and the default scope) means.
 /// Only objects not mapped yet are read (the same call serves dlopen).
@@ -114,6 +132,9 @@ size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
   SourceFilter in_scope = [&](std::string_view file) { return sources.contains(file); };
   uint64_t t0 = sys::monotonic_ns();
   size_t objects = 0;
+  // Said in one line each, not one per library: under -b '*' a program
+  // loads dozens, and these lines go to the program's stderr.
+  std::vector<std::string> by_function, nothing;
   for (const auto& object : loaded_objects(sources_seen.main_executable)) {
     const std::string& path = object.path;
     if (!binaries.contains(path)) continue;
@@ -126,10 +147,9 @@ size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
     if (!found.error.empty()) {
       log::warn("{}: {}", path, found.error);
     } else if (found.function_level) {
-      log::warn("{} has no debug information: attributing samples to its functions (rebuild with -g for lines)",
-                path);
+      by_function.push_back(path);
     } else if (!found.has_debug_info) {
-      log::warn("{} has no debug information and no symbols: nothing in it can be profiled", path);
+      nothing.push_back(path);
     } else if (found.lines == 0) {
       log::warn("{}: no source line is in scope (check --source-scope)", path);
     }
@@ -137,6 +157,9 @@ size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
     log::info("{}: {} lines ({} ranges of inlined library code charged to their callers), {} address ranges", path,
               found.lines, found.inlined_ranges, found.ranges);
   }
+  warn_about_objects(by_function, "{} no debug information: attributing samples to {} functions (-dbgsym packages "
+                     "or -g builds give lines)", "its", "their");
+  warn_about_objects(nothing, "{} no debug information and no symbols: nothing in {} can be profiled", "it", "them");
   rt.lines.finalize();
   if (rt.config.function_granularity()) log::info("function granularity: {} functions", rt.lines.group_by_function());
   log::info("line map: {} objects in scope, {} lines, built in {:.1f} ms", objects, rt.lines.lines().size(),

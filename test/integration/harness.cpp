@@ -197,6 +197,14 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
+  std::vector<std::string> out;
+  for (const std::string& line : lines_of(text)) {
+    if (line.find(needle) != std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
 size_t count_lines_containing(const std::string& text, const std::string& needle) {
   size_t n = 0;
   for (const std::string& line : lines_of(text)) n += line.find(needle) != std::string::npos ? 1 : 0;

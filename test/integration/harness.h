@@ -113,6 +113,8 @@ std::string read_text(const std::string& path);
 
 /// The non-empty lines of `text`.
 std::vector<std::string> lines_of(const std::string& text);
+/// The lines of `text` that contain `needle`.
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle);
 
 /// How many lines of `text` contain `needle`.
 size_t count_lines_containing(const std::string& text, const std::string& needle);

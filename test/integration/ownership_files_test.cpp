@@ -242,15 +242,6 @@ TEST_F(OwnershipTest, UnderAHardLimitTheRuntimeTakesNoNumberFromTheProgram) {
 // fills; coz plot's temporary file cannot be planted.
 // ======================================================================================
 
-/// The lines of `text` that contain `needle`.
-std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
-  std::vector<std::string> out;
-  for (const std::string& line : lines_of(text)) {
-    if (line.find(needle) != std::string::npos) out.push_back(line);
-  }
-  return out;
-}
-
 /// The program run with the runtime preloaded directly (no `coz run`, so
 /// none of its checks), the profile going to `output`.
 std::vector<std::string> preloaded(const std::string& output) {

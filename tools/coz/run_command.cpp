@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -154,28 +155,51 @@ bool output_writable(const std::string& path, std::string& error) {
   return true;
 }
 
-/// With the default scope (the program itself), a program with neither debug
-/// information nor symbols has nothing to attribute samples to: say so now
-/// rather than after the run. With -b globs, a match may come later (dlopen).
-bool has_something_to_profile(const std::string& program, const std::vector<std::string>& source_globs,
-                              std::string& error) {
+/// What the default scope (the program itself) finds in the program.
+enum class ProgramContents { Lines, NoLineInSourceScope, Nothing, Unreadable };
+
+ProgramContents what_can_be_profiled(const std::string& program, const std::vector<std::string>& source_globs,
+                                     std::string& why) {
   SourceScope sources(source_globs);
   LineMap map;
   const char* debug_root = std::getenv("COZ_DEBUG_ROOT");
   ObjectLines found = map.add_object(program, 0, [&](std::string_view f) { return sources.contains(f); },
                                      debug_root && *debug_root ? debug_root : default_debug_root);
-  if (!found.error.empty()) {
-    error = fmt::format("cannot read {}: {} (choose the binaries to profile with -b)", program, found.error);
-    return false;
-  }
-  if (found.lines == 0) {
-    error = found.has_debug_info || found.function_level
-                ? fmt::format("nothing to profile in {}: no source line is in scope (check -s)", program)
-                : fmt::format("nothing to profile in {}: it has no debug information and no symbols (rebuild it with -g)",
-                              program);
-    return false;
-  }
-  return true;
+  why = found.error;
+  if (!found.error.empty()) return ProgramContents::Unreadable;
+  if (found.lines > 0) return ProgramContents::Lines;
+  return found.has_debug_info || found.function_level ? ProgramContents::NoLineInSourceScope
+                                                      : ProgramContents::Nothing;
+}
+
+/// The Debian package that installed `path` ("" if none): its -dbgsym has the debug information.
+std::string owning_package(const std::string& path) {
+  std::string command = "dpkg-query -S '" + path + "' 2>/dev/null";
+  if (path.find('\'') != std::string::npos) return "";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return "";
+  char line[512] = {};
+  const bool read = std::fgets(line, sizeof line, pipe) != nullptr;
+  pclose(pipe);
+  const char* colon = read ? std::strchr(line, ':') : nullptr;
+  if (!colon) return "";
+  std::string package(line, static_cast<size_t>(colon - line));
+  return package.find_first_of(" ,") == std::string::npos ? package : "";
+}
+
+/// A stripped program still runs under `coz run` (a wrapper must run it):
+/// its libraries are profiled at function level; says what would give lines.
+void warn_stripped(const std::string& program) {
+  const std::string package = owning_package(program);
+  const std::string lines_from =
+      package.empty() ? "rebuild it with -g"
+                      : fmt::format("install {}-dbgsym (Debian's debug archive: deb http://deb.debian.org/debian-debug "
+                                    "<suite>-debug main) or rebuild it with -g",
+                                    package);
+  fmt::print(stderr,
+             "coz run: warning: {} has no debug information and no symbols: profiling the functions of the "
+             "libraries it loads (-b '*'); for its own lines, {}\n",
+             program, lines_from);
 }
 
 /// Whether the program has a program interpreter (the dynamic loader):
@@ -330,7 +354,20 @@ int run_main(int argc, char** argv) {
   if (!vm.count("binary-scope") && !vm.count("system")) {
     std::vector<std::string> source_globs;
     if (vm.count("source-scope")) source_globs = vm["source-scope"].as<std::vector<std::string>>();
-    if (!has_something_to_profile(*program, source_globs, error)) return fail(error);
+    std::string why;
+    switch (what_can_be_profiled(*program, source_globs, why)) {
+      case ProgramContents::Lines: break;
+      case ProgramContents::NoLineInSourceScope:
+        return fail(fmt::format("nothing to profile in {}: no source line is in scope (check -s)", *program));
+      case ProgramContents::Nothing:
+        warn_stripped(*program);
+        setenv("COZ_BINARY_SCOPE", "*", 1);
+        break;
+      case ProgramContents::Unreadable:  // a script, say: its interpreter runs, and what it starts
+        fmt::print(stderr, "coz run: warning: cannot read {} ({}): nothing in it is profiled; choose the binaries "
+                   "it runs with -b, or profile them with --system\n", *program, why);
+        break;
+    }
   }
 
   std::string output = absolute(vm["output"].as<std::string>());  // the program may chdir
