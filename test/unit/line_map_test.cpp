@@ -520,6 +520,7 @@ struct DwzCase {
   const char* plain;  // the same build without dwz
   const char* link;   // the section naming the supplementary file
 };
+void PrintTo(const DwzCase& c, std::ostream* os) { *os << c.name; }
 
 class Dwz : public testing::TestWithParam<DwzCase> {};
 
