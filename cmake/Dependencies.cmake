@@ -29,6 +29,12 @@ if(NOT ZLIB_FOUND)
   message(FATAL_ERROR "zlib not found: apt-get install zlib1g-dev")
 endif()
 
+# Debug sections compressed with zstd (objcopy --compress-debug-sections=zstd).
+find_package(zstd CONFIG QUIET)
+if(NOT TARGET zstd::libzstd_shared)
+  message(FATAL_ERROR "zstd not found: apt-get install libzstd-dev")
+endif()
+
 find_package(Threads REQUIRED)
 
 # Each of these follows its option: the tool alone (tests, bench and viewer

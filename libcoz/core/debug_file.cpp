@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "dwarf_reader.h"
 
@@ -45,7 +46,78 @@ bool debuglink(const ElfFile& binary, std::string& name, uint32_t& crc) {
   crc = link.u32();
   return link.ok() && !name.empty() && name.find('/') == std::string::npos;
 }
+
+constexpr std::string_view distribution_debug_root = "/usr/lib/debug";  // line_map.h's default_debug_root
+
+/// The name and ID of a supplementary file: .gnu_debugaltlink (a path, NUL,
+/// the build ID to the section's end) or .debug_sup (DWARF 5 section 7.3.6:
+/// version, is_supplementary, the path, an ULEB128 length, the checksum).
+bool supplementary_link(const ElfFile& debug, std::string& name, std::vector<uint8_t>& id) {
+  dwarf_reader::Cursor alt(debug.section(".gnu_debugaltlink").bytes);
+  if (!alt.at_end()) {
+    name = std::string(alt.cstr());
+    id.assign(alt.pos(), alt.pos() + alt.remaining());
+    return alt.ok() && !name.empty();
+  }
+  dwarf_reader::Cursor sup(debug.section(".debug_sup").bytes);
+  if (sup.at_end()) return false;
+  uint16_t version = sup.u16();
+  uint8_t is_supplementary = sup.u8();
+  name = std::string(sup.cstr());
+  dwarf_reader::Cursor checksum = sup.sub(sup.uleb());
+  if (!sup.ok() || version != 5 || is_supplementary != 0 || name.empty()) return false;
+  id.assign(checksum.pos(), checksum.pos() + checksum.remaining());
+  return true;
+}
+
+/// Whether `path` is the supplementary file with this ID: its build ID, or
+/// the checksum its own .debug_sup declares.
+bool is_supplementary(const std::string& path, std::span<const uint8_t> want_id) {
+  std::error_code ec;
+  // A FIFO or a device named by a hostile link would block or never end.
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  std::string error;
+  std::optional<ElfFile> file = ElfFile::open(path, error);
+  if (!file || !file->has_section(".debug_info")) return false;
+  if (want_id.empty()) return true;  // nothing to check against (dwz always writes one)
+  std::span<const uint8_t> id = file->build_id();
+  if (std::equal(id.begin(), id.end(), want_id.begin(), want_id.end())) return true;
+  dwarf_reader::Cursor sup(file->section(".debug_sup").bytes);
+  sup.u16();
+  bool supplementary = sup.u8() == 1;
+  sup.cstr();
+  dwarf_reader::Cursor checksum = sup.sub(sup.uleb());
+  return sup.ok() && supplementary &&
+         std::equal(checksum.pos(), checksum.pos() + checksum.remaining(), want_id.begin(), want_id.end());
+}
 }  // namespace
+
+std::string find_supplementary_file(const ElfFile& debug, const std::string& debug_path,
+                                    std::string_view debug_root) {
+  std::string name;
+  std::vector<uint8_t> id;
+  if (!supplementary_link(debug, name, id)) return {};
+  std::string root(debug_root);
+  std::vector<std::string> candidates;
+  if (name.front() == '/') {
+    if (root != distribution_debug_root && name.starts_with(distribution_debug_root) &&
+        name[distribution_debug_root.size()] == '/') {  // name is longer: it has a '/' after the root, or a NUL
+      candidates.push_back(root + name.substr(distribution_debug_root.size()));
+    }
+    candidates.push_back(name);
+  } else {
+    // Relative to the directory of the file that names it, as GDB resolves it.
+    candidates.push_back((std::filesystem::path(debug_path).parent_path() / name).string());
+  }
+  if (id.size() >= 2) {
+    std::string digits = hex(id);
+    candidates.push_back(root + "/.build-id/" + digits.substr(0, 2) + "/" + digits.substr(2) + ".debug");
+  }
+  for (const std::string& candidate : candidates) {
+    if (is_supplementary(candidate, id)) return candidate;
+  }
+  return {};
+}
 
 bool file_crc32(const std::string& path, uint32_t& crc) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -163,6 +163,7 @@ bool read_header(Cursor& unit, const DwarfSections& sections, const CompDirs* co
     ctx.address_size = h.address_size;
     ctx.debug_str = sections.str;
     ctx.debug_line_str = sections.line_str;
+    if (sections.supplementary) ctx.debug_str_sup = sections.supplementary->str;
     tables_ok = read_entry_table(unit, ctx, true, h, table) && read_entry_table(unit, ctx, false, h, table);
   } else {
     if (comp_dirs) h.comp_dir = comp_dirs->find(table.offset);

@@ -65,9 +65,15 @@ bool read_form(Cursor& cur, uint64_t form, const FormContext& ctx, FormValue& ou
       break;
     case strp: return string_form(cur, ctx.debug_str, cur.offset_of_size(ctx.offset_size), out);
     case line_strp: return string_form(cur, ctx.debug_line_str, cur.offset_of_size(ctx.offset_size), out);
-    case strp_sup: case gnu_strp_alt:
-      cur.offset_of_size(ctx.offset_size);  // in a supplementary (dwz) file we do not open
-      return unresolved_string(out);
+    case strp_sup: case gnu_strp_alt: {
+      // In the supplementary (dwz) file: unresolved when it was not found,
+      // or when the offset is beyond its strings (a mismatched file), which
+      // leaves this file's DIEs readable.
+      uint64_t offset = cur.offset_of_size(ctx.offset_size);
+      out.is_string = true;
+      out.resolved = string_at(ctx.debug_str_sup, offset, out.string);
+      return cur.ok();
+    }
     case indirect: {
       uint64_t actual = cur.uleb();
       if (actual == indirect || actual == implicit_const) return cur.fail(), false;

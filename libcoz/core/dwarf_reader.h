@@ -24,6 +24,10 @@ struct DwarfSections {
   std::span<const uint8_t> str_offsets{};  // .debug_str_offsets (DWARF 5 DW_FORM_strx*)
   std::span<const uint8_t> ranges{};       // .debug_ranges (DWARF 2-4 DW_AT_ranges)
   std::span<const uint8_t> rnglists{};     // .debug_rnglists (DWARF 5 DW_AT_ranges)
+  /// The supplementary file's sections (dwz -m: .gnu_debugaltlink or
+  /// .debug_sup), where DW_FORM_GNU_strp_alt/strp_sup strings and
+  /// DW_FORM_GNU_ref_alt/ref_sup4/ref_sup8 DIEs are; null if none was found.
+  const DwarfSections* supplementary = nullptr;
 };
 
 }  // namespace coz
@@ -171,6 +175,8 @@ struct FormContext {
   unsigned address_size = 8;
   std::span<const uint8_t> debug_str;
   std::span<const uint8_t> debug_line_str;
+  /// The supplementary file's .debug_str (DW_FORM_GNU_strp_alt, DW_FORM_strp_sup); empty if not opened.
+  std::span<const uint8_t> debug_str_sup;
   /// DW_FORM_strx*: resolved through .debug_str_offsets once the unit's
   /// DW_AT_str_offsets_base is known (has_str_offsets_base).
   std::span<const uint8_t> debug_str_offsets;
@@ -183,7 +189,7 @@ struct FormValue {
   uint64_t number = 0;
   std::string_view string;
   bool is_string = false;
-  bool resolved = true;  // false: a string form we cannot resolve here (strx without a base, supplementary file)
+  bool resolved = true;  // false: a string form we cannot resolve here (strx without a base, no supplementary file)
 };
 
 /// The size in bytes of a value of `form`, or -1 when it varies (LEB128, strings, blocks).

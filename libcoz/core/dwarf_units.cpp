@@ -19,6 +19,7 @@ bool read_root_attributes(const DwarfSections& sections, const UnitHeader& unit,
   uint64_t code = die.uleb();
   const AbbrevTable::Abbrev* abbrev = die.ok() && code != 0 ? abbrevs.find(code) : nullptr;
   if (!abbrev) return false;
+  root.tag = abbrev->tag;
   uint64_t low_pc_form = 0;
   for (const AbbrevTable::Attr& attr : abbrevs.attrs(*abbrev)) {
     FormValue value;
@@ -59,6 +60,7 @@ bool read_unit_header(Cursor& info, const DwarfSections& sections, UnitHeader& o
   ctx.debug_str = sections.str;
   ctx.debug_line_str = sections.line_str;
   ctx.debug_str_offsets = sections.str_offsets;
+  if (sections.supplementary) ctx.debug_str_sup = sections.supplementary->str;
   ctx.version = unit.u16();
   if (ctx.version < 2 || ctx.version > 5) return false;
   if (ctx.version >= 5) {
@@ -104,7 +106,7 @@ bool address_at(std::span<const uint8_t> debug_addr, uint64_t addr_base, unsigne
 }
 
 bool AbbrevTable::load(std::span<const uint8_t> section, uint64_t offset, const FormContext& form) {
-  if (loaded_ && offset == offset_ && form.version == version_ && form.offset_size == offset_size_ &&
+  if (loaded_ && section.data() == section_ && offset == offset_ && form.version == version_ && form.offset_size == offset_size_ &&
       form.address_size == address_size_) {
     return true;
   }
@@ -145,6 +147,7 @@ bool AbbrevTable::load(std::span<const uint8_t> section, uint64_t offset, const 
   }
   if (!cur.ok()) return false;
   loaded_ = true;
+  section_ = section.data();
   offset_ = offset;
   version_ = form.version;
   offset_size_ = form.offset_size;

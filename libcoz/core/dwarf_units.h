@@ -23,9 +23,10 @@ namespace dw {
 enum Tag : uint32_t {
   tag_class_type = 0x02, tag_enumeration_type = 0x04, tag_lexical_block = 0x0b, tag_compile_unit = 0x11,
   tag_structure_type = 0x13, tag_union_type = 0x17, tag_inlined_subroutine = 0x1d, tag_subprogram = 0x2e,
+  tag_partial_unit = 0x3c, tag_imported_unit = 0x3d,  // dwz: DIEs shared between units, and their use
 };
 enum Attribute : uint32_t {
-  at_sibling = 0x01, at_name = 0x03, at_stmt_list = 0x10, at_low_pc = 0x11, at_high_pc = 0x12,
+  at_sibling = 0x01, at_name = 0x03, at_stmt_list = 0x10, at_import = 0x18, at_low_pc = 0x11, at_high_pc = 0x12,
   at_comp_dir = 0x1b, at_abstract_origin = 0x31, at_specification = 0x47, at_ranges = 0x55,
   at_call_file = 0x58, at_call_line = 0x59, at_linkage_name = 0x6e, at_str_offsets_base = 0x72,
   at_addr_base = 0x73, at_rnglists_base = 0x74, at_mips_linkage_name = 0x2007,
@@ -34,10 +35,15 @@ enum FormCode : uint32_t {
   form_addr = 0x01, form_ref_addr = 0x10, form_ref1 = 0x11, form_ref2 = 0x12, form_ref4 = 0x13,
   form_ref8 = 0x14, form_ref_udata = 0x15, form_sec_offset = 0x17, form_addrx = 0x1b, form_implicit_const = 0x21,
   form_rnglistx = 0x23, form_addrx1 = 0x29, form_addrx2 = 0x2a, form_addrx3 = 0x2b, form_addrx4 = 0x2c,
+  form_ref_sup4 = 0x1c, form_ref_sup8 = 0x24, form_gnu_ref_alt = 0x1f20,
 };
 inline bool is_addrx(uint64_t form) { return form == form_addrx || (form >= form_addrx1 && form <= form_addrx4); }
 /// A reference relative to the unit (as opposed to ref_addr, relative to the section).
 inline bool is_unit_ref(uint64_t form) { return (form >= form_ref1 && form <= form_ref_udata); }
+/// A reference into the supplementary file's .debug_info (dwz -m).
+inline bool is_supplementary_ref(uint64_t form) {
+  return form == form_ref_sup4 || form == form_ref_sup8 || form == form_gnu_ref_alt;
+}
 }  // namespace dw
 
 /// One unit header of .debug_info.
@@ -59,6 +65,7 @@ class AbbrevTable;
 
 /// What the root DIE of a unit says about the whole unit.
 struct UnitRoot {
+  uint32_t tag = 0;  // DW_TAG_compile_unit, DW_TAG_partial_unit (dwz), ...
   uint64_t stmt_list = 0;
   bool has_stmt_list = false;
   std::string_view comp_dir;  // points into a string section or .debug_info
@@ -109,6 +116,7 @@ class AbbrevTable {
 
  private:
   bool loaded_ = false;
+  const uint8_t* section_ = nullptr;  // a main file's table and its supplementary file's can share an offset
   uint64_t offset_ = 0;
   unsigned version_ = 0, offset_size_ = 0, address_size_ = 0;
   std::vector<Abbrev> by_code_;                     // dense codes (GCC and Clang number from 1)

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <zlib.h>
+#include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
@@ -17,11 +19,35 @@ namespace {
 // Not in libelfin's enums (it predates gABI's compressed sections).
 constexpr uint64_t shf_compressed = 0x800;
 constexpr uint32_t elfcompress_zlib = 1;
+constexpr uint32_t elfcompress_zstd = 2;  // gABI 2022; binutils 2.40's objcopy --compress-debug-sections=zstd
 constexpr uint32_t nt_gnu_build_id = 3;
 // Beyond this a "decompressed size" is taken for corrupt data rather than allocated.
 constexpr uint64_t max_inflated_bytes = uint64_t{16} << 30;  // 16 GiB
 
-/// Inflates an SHF_COMPRESSED section (Elf64_Chdr then a zlib stream).
+bool inflate_zlib(std::span<const uint8_t> in, std::vector<uint8_t>& out, std::string& error) {
+  z_stream z{};
+  if (inflateInit(&z) != Z_OK) return error = "zlib inflateInit failed", false;
+  z.next_in = const_cast<Bytef*>(in.data());  // zlib's API is not const-correct
+  z.avail_in = static_cast<uInt>(std::min<size_t>(in.size(), UINT32_MAX));
+  z.next_out = out.data();
+  z.avail_out = static_cast<uInt>(std::min<size_t>(out.size(), UINT32_MAX));  // more: fails below, as corrupt
+  int rc = inflate(&z, Z_FINISH);
+  bool ok = rc == Z_STREAM_END && z.total_out == out.size();
+  inflateEnd(&z);
+  if (!ok) error = "zlib stream is corrupt or shorter than its header says";
+  return ok;
+}
+
+bool inflate_zstd(std::span<const uint8_t> in, std::vector<uint8_t>& out, std::string& error) {
+  // One call for the whole section (frames one after another are allowed);
+  // it never writes beyond out.size(), and says so if the data would.
+  size_t n = ZSTD_decompress(out.data(), out.size(), in.data(), in.size());
+  if (ZSTD_isError(n)) return error = std::string("zstd: ") + ZSTD_getErrorName(n), false;
+  if (n != out.size()) return error = "zstd stream is shorter than its header says", false;
+  return true;
+}
+
+/// Inflates an SHF_COMPRESSED section: an Elf64_Chdr, then a zlib or zstd stream.
 bool inflate_section(std::span<const uint8_t> raw, std::vector<uint8_t>& out, std::string& error) {
   dwarf_reader::Cursor chdr(raw);
   uint32_t type = chdr.u32();
@@ -29,20 +55,13 @@ bool inflate_section(std::span<const uint8_t> raw, std::vector<uint8_t>& out, st
   uint64_t size = chdr.u64();
   chdr.u64();  // ch_addralign
   if (!chdr.ok()) return error = "truncated compression header", false;
-  if (type != elfcompress_zlib) return error = "unsupported compression type " + std::to_string(type), false;
+  if (type != elfcompress_zlib && type != elfcompress_zstd) {
+    return error = "unsupported compression type " + std::to_string(type), false;
+  }
   if (size > max_inflated_bytes) return error = "implausible decompressed size " + std::to_string(size), false;
   out.resize(size);
-  z_stream z{};
-  if (inflateInit(&z) != Z_OK) return error = "zlib inflateInit failed", false;
-  z.next_in = const_cast<Bytef*>(chdr.pos());  // zlib's API is not const-correct
-  z.avail_in = static_cast<uInt>(chdr.remaining());
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(size);
-  int rc = inflate(&z, Z_FINISH);
-  bool ok = rc == Z_STREAM_END && z.total_out == size;
-  inflateEnd(&z);
-  if (!ok) error = "zlib stream is corrupt or shorter than its header says";
-  return ok;
+  std::span<const uint8_t> stream(chdr.pos(), chdr.remaining());
+  return type == elfcompress_zlib ? inflate_zlib(stream, out, error) : inflate_zstd(stream, out, error);
 }
 }  // namespace
 

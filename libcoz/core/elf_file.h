@@ -2,7 +2,7 @@
 //
 // A thin layer over libelfin that turns its exceptions into error messages
 // and hands out section bytes as spans, so the DWARF readers never see
-// libelfin types. Compressed sections (SHF_COMPRESSED, -gz) are inflated
+// libelfin types. Compressed sections (SHF_COMPRESSED, -gz: zlib or zstd) are inflated
 // on first use and kept for the life of the ElfFile.
 #pragma once
 

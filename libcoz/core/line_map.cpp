@@ -118,6 +118,34 @@ ObjectLines LineMap::add_object(const std::string& path, uintptr_t load_bias, co
     }
     DwarfSections sections{bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8]};
 
+    // dwz -m moved the strings and DIEs this file shares with others to a supplementary file.
+    const std::string& debug_path = debug == &*elf ? path : result.debug_file;
+    std::optional<ElfFile> supplementary;
+    DwarfSections shared;
+    std::string missing_supplementary;
+    if (debug->has_section(".gnu_debugaltlink") || debug->has_section(".debug_sup")) {
+      result.supplementary_file = find_supplementary_file(*debug, debug_path, debug_root);
+      if (!result.supplementary_file.empty()) supplementary = ElfFile::open(result.supplementary_file, error);
+      if (supplementary) {
+        ElfFile::Section str = supplementary->section(".debug_str"), info = supplementary->section(".debug_info"),
+                         abbrev = supplementary->section(".debug_abbrev");
+        for (const ElfFile::Section* section : {&str, &info, &abbrev}) {
+          if (!section->error.empty()) {
+            missing_supplementary = fmt::format("{}: {}", result.supplementary_file, section->error);
+          }
+        }
+        shared.str = str.bytes;
+        shared.info = info.bytes;
+        shared.abbrev = abbrev.bytes;
+        sections.supplementary = &shared;
+      } else {
+        result.supplementary_file.clear();
+        missing_supplementary = fmt::format(
+            "{}: its supplementary debug file (dwz) was not found: functions and inlined calls go unnamed",
+            debug_path);
+      }
+    }
+
     if (!sections.info.empty() && !sections.abbrev.empty()) object.scopes.emplace(sections);
     for_each_line_table(sections, [&](const LineTable& table) {
       ++object.units;
@@ -134,6 +162,8 @@ ObjectLines LineMap::add_object(const std::string& path, uintptr_t load_bias, co
     } else if (object.scopes && !object.scopes->error().empty()) {
       // Lines are all there; some inlined code may have been dropped or left without a function name.
       result.error = fmt::format("{}: .debug_info partly unreadable: {}", path, object.scopes->error());
+    } else if (!missing_supplementary.empty()) {
+      result.error = missing_supplementary;
     }
   } catch (const std::exception& e) {
     pending_.resize(pending_before);

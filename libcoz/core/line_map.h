@@ -77,6 +77,7 @@ struct ObjectLines {
   /// each SourceLine has file = the binary's path, line = 0, function = its name.
   bool function_level = false;
   std::string debug_file;     // the separate debug file the lines came from, or empty
+  std::string supplementary_file;  // the dwz supplementary file its strings and shared DIEs came from, or empty
   std::string error;          // non-empty: the file could not be read (the message says why)
 };
 
@@ -96,6 +97,8 @@ class LineMap {
   /// When the file has no .debug_line, its separate debug file is looked for
   /// (debug_file.h) under `debug_root` among other places; failing that, the
   /// symbol table gives function-level ranges (ObjectLines::function_level).
+  /// A debug file processed by dwz is read with its supplementary file
+  /// (debug_file.h's find_supplementary_file).
   ObjectLines add_object(const std::string& path, uintptr_t load_bias, const SourceFilter& in_scope,
                          std::string_view debug_root = default_debug_root);
 

@@ -154,6 +154,7 @@ size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
       log::warn("{}: no source line is in scope (check --source-scope)", path);
     }
     if (!found.debug_file.empty()) log::info("{}: debug information from {}", path, found.debug_file);
+    if (!found.supplementary_file.empty()) log::info("{}: shared debug information from {}", path, found.supplementary_file);
     log::info("{}: {} lines ({} ranges of inlined library code charged to their callers), {} address ranges", path,
               found.lines, found.inlined_ranges, found.ranges);
   }

@@ -6,7 +6,8 @@
 //      2-5 line tables, the scopes of .debug_info, the symbol tables) and as
 //      the unwinder does (its .eh_frame and .debug_frame);
 //   1: raw DWARF sections (.debug_line, .debug_info, .debug_abbrev, the
-//      string sections), fed to the line-table and scope readers directly,
+//      string sections, and a dwz supplementary file's .debug_str,
+//      .debug_abbrev and .debug_info), fed to the line-table and scope readers directly,
 //      below libelfin's own checks;
 //   2: raw call-frame information, as .eh_frame and as .debug_frame, then
 //      looked up at addresses inside and around what it covers.
@@ -80,7 +81,14 @@ void dwarf_sections(FuzzedDataProvider& in) {
   // Each section a slice of the input; the byte vectors outlive the spans.
   std::vector<std::vector<uint8_t>> parts;
   for (int i = 0; i < 5; ++i) parts.push_back(in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 4096)));
+  // A supplementary (dwz) file's sections, reached through strp_alt/ref_alt forms and imported units.
+  std::vector<std::vector<uint8_t>> shared_parts;
+  for (int i = 0; i < 3; ++i) shared_parts.push_back(in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 4096)));
   parts.push_back(in.ConsumeRemainingBytes<uint8_t>());
+  coz::DwarfSections shared;
+  shared.str = shared_parts[0];
+  shared.abbrev = shared_parts[1];
+  shared.info = shared_parts[2];
   coz::DwarfSections sections;
   sections.line = parts[0];
   sections.line_str = parts[1];
@@ -88,6 +96,7 @@ void dwarf_sections(FuzzedDataProvider& in) {
   sections.abbrev = parts[3];
   sections.str_offsets = parts[4];
   sections.info = parts[5];
+  sections.supplementary = &shared;
 
   std::vector<uint64_t> offsets;
   coz::for_each_line_table(sections, [&](const coz::LineTable& table) { offsets.push_back(table.offset); });
@@ -95,6 +104,7 @@ void dwarf_sections(FuzzedDataProvider& in) {
   for (uint64_t offset : offsets) {
     if (!scopes.load_unit(offset)) continue;
     for (const coz::DwarfScopes::Segment& s : scopes.segments()) (void)scopes.innermost(s.begin);
+    for (uint32_t i = 0; i < scopes.scopes().size(); ++i) (void)scopes.raw_name(i);
   }
 }
 

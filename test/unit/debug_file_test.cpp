@@ -2,6 +2,8 @@
 // build ID, .gnu_debuglink in three places and one with a wrong CRC).
 #include "debug_file.h"
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include "line_fixtures.h"
@@ -98,6 +100,36 @@ TEST(SeparateDebugFile, WrongCrcFallsBackToSymbols) {
   EXPECT_FALSE(r.has_debug_info);
   EXPECT_TRUE(r.function_level);
   EXPECT_EQ(r.debug_file, "");
+}
+
+// dwz's supplementary files (test/fixtures: dwz -m): a relative link next to
+// the file, Debian's absolute /usr/lib/debug/.dwz/... under the debug root,
+// and a file of the right name but another build refused.
+std::string supplementary_for(const std::string& path, const std::string& root = debug_root) {
+  std::string error;
+  auto elf = ElfFile::open(path, error);
+  if (!elf) throw std::runtime_error(error);
+  return find_supplementary_file(*elf, path, root);
+}
+
+TEST(SupplementaryFile, FoundAndChecked) {
+  if (!std::filesystem::exists(fixture("dwz_gnu5"))) GTEST_SKIP() << "dwz was not found when the fixtures were built";
+  EXPECT_EQ(supplementary_for(fixture("dwz_gnu5")), fixture("dwz_gnu5.sup"));
+  EXPECT_EQ(supplementary_for(fixture("dwz_sup5")), fixture("dwz_sup5.sup"));
+  EXPECT_EQ(supplementary_for(fixture("lines_dwarf5_pie")), "") << "no link";
+  std::string debug = debug_root + "/.build-id/89/abcdef0123456789abcdef0123456789abcdef.debug";
+  EXPECT_EQ(supplementary_for(debug), debug_root + "/.dwz/coz-fixtures.debug");
+  EXPECT_EQ(supplementary_for(debug, fixture("no-such-root")), "");
+
+  std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "coz-dwz-other";
+  std::filesystem::create_directories(dir);
+  auto copy = std::filesystem::copy_options::overwrite_existing;
+  std::filesystem::copy_file(fixture("dwz_gnu5"), dir / "dwz_gnu5", copy);
+  std::filesystem::copy_file(fixture("dwz_gnu4.sup"), dir / "dwz_gnu5.sup", copy);  // another build's
+  EXPECT_EQ(supplementary_for((dir / "dwz_gnu5").string()), "");
+  std::filesystem::copy_file(fixture("dwz_gnu5.sup"), dir / "dwz_gnu5.sup", copy);
+  EXPECT_EQ(supplementary_for((dir / "dwz_gnu5").string()), (dir / "dwz_gnu5.sup").string());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -38,9 +38,10 @@ struct Loaded {
   ObjectLines result;
 };
 
-std::unique_ptr<Loaded> load(const std::string& name, uintptr_t bias = 0, const SourceFilter& filter = everything) {
+std::unique_ptr<Loaded> load(const std::string& name, uintptr_t bias = 0, const SourceFilter& filter = everything,
+                             std::string_view debug_root = default_debug_root) {
   auto l = std::make_unique<Loaded>();
-  l->result = l->map.add_object(fixture(name), bias, filter);
+  l->result = l->map.add_object(fixture(name), bias, filter, debug_root);
   l->map.finalize();
   return l;
 }
@@ -465,6 +466,124 @@ TEST(LineMap, CompressedSectionsAreInflated) {
   ASSERT_EQ(inl->result.error, "");
   expect_library_rows_map_to(*inl, "inline_gz", "inline_nested", "inline_main.cpp", "nested_call", "inline_nested");
 }
+
+// zstd (ELFCOMPRESS_ZSTD): inflated to the very bytes of the uncompressed build.
+TEST(LineMap, ZstdSectionsAreInflated) {
+  std::string error;
+  auto zstd = ElfFile::open(fixture("inline_zstd"), error);
+  ASSERT_TRUE(zstd) << error;
+  auto plain = ElfFile::open(fixture("inline_dwarf5"), error);
+  ASSERT_TRUE(plain) << error;
+  for (const char* name : {".debug_info", ".debug_line", ".debug_str", ".debug_abbrev", ".debug_rnglists"}) {
+    SCOPED_TRACE(name);
+    ElfFile::Section z = zstd->section(name);
+    EXPECT_TRUE(z.compressed) << "the fixture's sections are not compressed";
+    EXPECT_EQ(z.error, "");
+    std::span<const uint8_t> p = plain->section(name).bytes;
+    ASSERT_FALSE(p.empty());
+    EXPECT_TRUE(std::equal(z.bytes.begin(), z.bytes.end(), p.begin(), p.end()));
+  }
+  auto l = load("inline_zstd", 0, user_code);
+  ASSERT_EQ(l->result.error, "");
+  expect_library_rows_map_to(*l, "inline_zstd", "inline_nested", "inline_main.cpp", "nested_call", "inline_nested");
+}
+
+// --- dwz-compressed debug info (test/fixtures: dwz -m on two copies of inline_main.cpp) ---
+
+// Every address of `binary`'s code maps to the same line and function in `a` as in `b`.
+void expect_same_map(const Loaded& a, const Loaded& b, const std::string& binary) {
+  std::string error;
+  auto elf = ElfFile::open(fixture(binary), error);
+  ASSERT_TRUE(elf) << error;
+  size_t with_line = 0, with_function = 0;
+  for (const ElfFile::CodeSegment& code : elf->code_segments()) {
+    for (uint64_t address = code.begin; address < code.end; ++address) {
+      const SourceLine* x = a.map.find(address);
+      const SourceLine* y = b.map.find(address);
+      ASSERT_EQ(x == nullptr, y == nullptr) << std::hex << address;
+      if (!x) continue;
+      ASSERT_EQ(x->name(), y->name()) << std::hex << address;
+      ASSERT_EQ(x->function, y->function) << std::hex << address << " " << x->name();
+      ++with_line;
+      with_function += !x->function.empty();
+    }
+  }
+  EXPECT_GT(with_line, 100u);
+  EXPECT_EQ(with_function, with_line) << "lines without a function";
+}
+
+// Where dwz_debian's debug file and its supplementary file are (test/fixtures/CMakeLists.txt).
+const std::string dwz_root = fixture("debug-root");
+
+struct DwzCase {
+  const char* name;   // the dwz-processed binary
+  const char* plain;  // the same build without dwz
+  const char* link;   // the section naming the supplementary file
+};
+void PrintTo(const DwzCase& c, std::ostream* os) { *os << c.name; }
+
+class Dwz : public testing::TestWithParam<DwzCase> {};
+
+TEST_P(Dwz, ReadsAsThePlainBuild) {
+  const DwzCase& c = GetParam();
+  if (!exists(fixture(c.name))) GTEST_SKIP() << "dwz was not found when the fixtures were built";
+  for (const SourceFilter* filter : {&everything, &user_code}) {
+    auto dwz = load(c.name, 0, *filter, dwz_root);
+    auto plain = load(c.plain, 0, *filter, dwz_root);
+    ASSERT_EQ(dwz->result.error, "");
+    EXPECT_NE(dwz->result.supplementary_file, "");
+    EXPECT_EQ(dwz->result.ranges, plain->result.ranges);
+    EXPECT_EQ(dwz->result.lines, plain->result.lines);
+    EXPECT_EQ(dwz->result.inlined_ranges, plain->result.inlined_ranges);
+    expect_same_map(*dwz, *plain, c.name);
+  }
+  // Inlined callees named through the supplementary file's DIEs and strings
+  // (rows and symbols from the plain build: the same code, and dwz_debian is stripped).
+  auto l = load(c.name, 0, user_code, dwz_root);
+  EXPECT_GT(l->result.inlined_ranges, 0u);
+  expect_library_rows_map_to(*l, c.plain, "inline_through_user", "inline_user.h", "user_mid_body",
+                             "user_mid(long, long)");
+  expect_library_rows_map_to(*l, c.plain, "_Z10inline_stdRKSt6vectorIlSaIlEE", "inline_main.cpp", "std_call",
+                             "inline_std(std::vector<long, std::allocator<long> > const&)");
+}
+
+// The fixture is what the test means: dwz moved names out of the file.
+TEST_P(Dwz, NamesAreInTheSupplementaryFile) {
+  const DwzCase& c = GetParam();
+  if (!exists(fixture(c.name))) GTEST_SKIP() << "dwz was not found when the fixtures were built";
+  auto l = load(c.name, 0, everything, dwz_root);
+  std::string debug = l->result.debug_file.empty() ? fixture(c.name) : l->result.debug_file;
+  std::string error;
+  auto elf = ElfFile::open(debug, error);
+  ASSERT_TRUE(elf) << error;
+  EXPECT_TRUE(elf->has_section(c.link));
+  std::string_view str(reinterpret_cast<const char*>(elf->section(".debug_str").bytes.data()),
+                       elf->section(".debug_str").bytes.size());
+  EXPECT_EQ(str.find("user_mid"), std::string_view::npos);
+}
+
+// Without its supplementary file the lines are all there, the functions unnamed, and the error says why.
+TEST_P(Dwz, MissingSupplementaryFileIsReported) {
+  const DwzCase& c = GetParam();
+  if (!exists(fixture(c.name)) || std::string_view(c.name) == "dwz_debian") GTEST_SKIP();
+  std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "coz-dwz-alone";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(fixture(c.name), dir / c.name, std::filesystem::copy_options::overwrite_existing);
+  LineMap map;
+  ObjectLines result = map.add_object((dir / c.name).string(), 0, everything, "/nonexistent");
+  EXPECT_NE(result.error.find("supplementary debug file (dwz) was not found"), std::string::npos) << result.error;
+  EXPECT_EQ(result.supplementary_file, "");
+  auto plain = load(c.plain);
+  EXPECT_EQ(result.ranges, plain->result.ranges);
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Dwz,
+                         testing::Values(DwzCase{"dwz_gnu5", "inline_dwarf5", ".gnu_debugaltlink"},
+                                         DwzCase{"dwz_gnu4", "inline_dwarf4", ".gnu_debugaltlink"},
+                                         DwzCase{"dwz_sup5", "inline_dwarf5", ".debug_sup"},
+                                         DwzCase{"dwz_debian", "dwz_debian_full", ".gnu_debugaltlink"}),
+                         [](const testing::TestParamInfo<DwzCase>& info) { return std::string(info.param.name); });
 
 TEST(LineMap, NotElfOrMissingIsAnError) {
   for (std::string path : {test::fixture_source("main.c"), fixture("does_not_exist"), std::string("/")}) {

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config binutils
-          libelfin-dev libfmt-dev libboost-program-options-dev zlib1g-dev libevent-dev libgtest-dev googletest "$@")
+          libelfin-dev libfmt-dev libboost-program-options-dev zlib1g-dev libzstd-dev dwz libevent-dev libgtest-dev googletest "$@")
 
 missing=()
 for p in "${packages[@]}"; do

@@ -109,7 +109,7 @@ if [ "${COZ_SKIP_FUZZ:-0}" != 1 ]; then
   clang++ "${fuzz_flags[@]}" -I"$core" -I"$top/include" \
     $(pkg-config --cflags libelf++) "$top/test/fuzz/elf_reader_fuzz.cpp" \
     "$core"/{elf_file,dwarf_reader,dwarf_units,dwarf_lines,dwarf_scopes,symbol_names,symbol_table,debug_file,line_map,frame_table,log}.cpp \
-    -ldwarf++ -lelf++ -lfmt -lz -o "$fuzz_build/elf_reader_fuzz"
+    -ldwarf++ -lelf++ -lfmt -lz -lzstd -o "$fuzz_build/elf_reader_fuzz"
   wait "$profile_build"
   # libelfin keeps every elf::elf in a reference cycle (as in the ASan step).
   printf 'leak:libelf++.so\n' >"$fuzz_build/lsan.supp"
