@@ -680,12 +680,15 @@ int cnd_broadcast(cnd_t* cond) {
 }
 
 // ---- descriptors: the runtime's own are not the program's to close or replace --------
-// (descriptors.h). They read as not open: EBADF, as for a number above the
-// program's limit, where they are.
+// (descriptors.h). /proc/self/fd lists them, and programs close what it lists
+// (crashpad, daemonizers, descriptor-leak checkers): a close succeeds, as if
+// the runtime had reopened the file at once at the same number. Duplicating
+// one, or over one, fails with EBADF, as for a number above the program's
+// limit, where they are.
 
-/// Passes the runtime's descriptors by.
+/// Passes the runtime's descriptors by: closed, as far as the program can tell.
 int close(int fd) {
-  if (coz::descriptors::is_runtime(fd)) return errno = EBADF, -1;
+  if (coz::descriptors::is_runtime(fd)) return 0;
   int ret = functions().close(fd);
   coz::forget_channel(fd);  // after: a channel learned meanwhile is the closed object's
   return ret;

@@ -73,6 +73,12 @@ void expect_same_behaviour(const ProcessResult& plain, const ProcessResult& prof
   EXPECT_TRUE(profiled.exited) << what << ": " << describe(profiled);
   EXPECT_EQ(profiled.exit_status, plain.exit_status) << what << ": " << describe(profiled) << profiled.out;
   EXPECT_EQ(profiled.out, plain.out) << what << ": the program's output differs under coz run";
+  // Its own stderr too (the runtime's lines start with "coz").
+  std::string program_err;
+  for (const std::string& line : lines_of(profiled.err)) {
+    if (line.rfind("coz", 0) != 0) program_err += line + "\n";
+  }
+  EXPECT_EQ(program_err, plain.err) << what << ": the program's stderr differs under coz run";
 }
 
 /// A shell that runs its arguments after `ulimit ARGS` (e.g. "-Sn 16").
@@ -91,7 +97,7 @@ std::vector<std::string> with_ulimit(const std::string& args) {
 // profile keeps only its start-up record). close_range, the same through
 // syscall(), and closefrom.
 TEST_F(OwnershipTest, ClosingEveryDescriptorAtStartKeepsTheProfileOutOfTheProgramsFile) {
-  for (const std::string how : {"range", "syscall", "closefrom"}) {
+  for (const std::string how : {"range", "syscall", "closefrom", "procfd"}) {
     SCOPED_TRACE("--close " + how);
     const std::vector<std::string> program = {FD_REUSE_EXE, directory("plain-" + how), "--files", "1", "--close", how,
                                               "--ms", "500"};

@@ -6,12 +6,14 @@
  * would now be one of the program's files.
  *
  * Usage: fd_reuse DIR [--threads N] [--files N] [--ms MS]
- *                     [--close none|loop|range|syscall|closefrom] [--reopen 1]
+ *                     [--close none|loop|range|syscall|closefrom|procfd] [--reopen 1]
  *
  *   1. starts N threads (their samplers are opened now), which wait;
  *   2. closes every descriptor from 3 up: one close() each up to
  *      sysconf(_SC_OPEN_MAX) (loop), close_range(3, ~0U, 0) (range), the
- *      same through syscall() (syscall), or closefrom(3);
+ *      same through syscall() (syscall), closefrom(3), or one close() for
+ *      each number /proc/self/fd lists (procfd, as crashpad and fd-leak
+ *      checkers do: a failed close is printed);
  *   3. opens DIR/file.0 .. file.{N-1} with O_APPEND | O_NONBLOCK;
  *   4. the threads and main work MS ms each (samples, experiments); with
  *      --reopen 1, main's work is opening and closing DIR/probe over and
@@ -26,6 +28,7 @@
  * prints what went wrong ("write file.3: Bad file descriptor") and exits 1. */
 #define _GNU_SOURCE
 #include <coz.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -93,6 +96,18 @@ static void close_from_3(const char* how) {
     if (syscall(SYS_close_range, 3, ~0U, 0) != 0) perror("syscall(close_range)");
   } else if (strcmp(how, "closefrom") == 0) {
     closefrom(3);
+  } else if (strcmp(how, "procfd") == 0) {
+    DIR* dir = opendir("/proc/self/fd");
+    if (!dir) return perror("/proc/self/fd");
+    int listed[4096], n = 0;
+    for (struct dirent* e; (e = readdir(dir)) != NULL && n < 4096;) {
+      int fd = atoi(e->d_name);
+      if (e->d_name[0] != '.' && fd >= 3 && fd != dirfd(dir)) listed[n++] = fd;
+    }
+    closedir(dir);
+    for (int i = 0; i < n; ++i) {
+      if (close(listed[i]) != 0) fprintf(stderr, "fd_reuse: close %d: %s\n", listed[i], strerror(errno));
+    }
   } else if (strcmp(how, "none") != 0) {
     fprintf(stderr, "fd_reuse: unknown --close %s\n", how);
     exit(2);
