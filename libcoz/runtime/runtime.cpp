@@ -75,6 +75,34 @@ std::string command_line() {
 }
 
 
+/// Valgrind's "running on valgrind" client request, by its documented
+/// protocol: an instruction sequence that does nothing on a real CPU (the
+/// four rotations of rdi add up to 128 bits, the exchange is of rbx with
+/// itself), leaving rdx at its default, 0; valgrind's core recognizes it and
+/// answers in rdx. Valgrind gives its program its own /proc/self/exe, so the
+/// path does not tell.
+unsigned long running_on_valgrind() {
+  volatile unsigned long request[6] = {0x1001, 0, 0, 0, 0, 0};  // VG_USERREQ__RUNNING_ON_VALGRIND
+  unsigned long result = 0;
+  __asm__ volatile(
+      "rolq $3, %%rdi\n\trolq $13, %%rdi\n\trolq $61, %%rdi\n\trolq $51, %%rdi\n\txchgq %%rbx, %%rbx"
+      : "=d"(result)
+      : "a"(&request[0]), "0"(result)
+      : "cc", "memory");
+  return result;
+}
+
+/// Why the runtime must leave this process alone, or null. A tool that runs
+/// other programs passes LD_PRELOAD on to them: a debugger's program would
+/// stop at each sample signal (gdb: "received signal ?, Unknown signal"),
+/// and valgrind's core, in which the program runs, died of the samplers'
+/// SIGTRAP ("VALGRIND INTERNAL ERROR"). The tool itself is profiled.
+const char* why_not_profiled() {
+  if (traced()) return "it is traced (a debugger, strace), which would stop it at each sample";
+  if (running_on_valgrind() != 0) return "it runs under valgrind, whose core cannot take the samplers' signals";
+  return nullptr;
+}
+
 /// Whether the process is confined by a seccomp filter it inherited (the
 /// runtime is starting: the program has installed none yet). A filter that
 /// refuses prctl itself counts as one.
@@ -402,6 +430,10 @@ void start() {
   if (objects_in_scope == 0 && !may_load_later) {
     // `coz run` refuses a program with nothing to profile; this is a program it execs.
     log::info("{} is out of scope; not profiling it", main_executable);
+    return;
+  }
+  if (const char* why = why_not_profiled()) {
+    log::warn("not profiling {}: {}", main_executable, why);
     return;
   }
   // A process started under a seccomp filter (a sandbox that execs its

@@ -726,15 +726,6 @@ bool kernel_at_least(int major, int minor) {
   return running_major > major || (running_major == major && running_minor >= minor);
 }
 
-/// Whether a debugger traces the process: it would stop the program at
-/// each of the runtime's SIGTRAPs.
-bool traced() {
-  char text[4096];
-  if (sys::read_small_file("/proc/self/status", text, sizeof text) <= 0) return false;
-  const char* field = std::strstr(text, "\nTracerPid:");
-  return field && std::strtol(field + std::strlen("\nTracerPid:"), nullptr, 10) != 0;
-}
-
 /// Opens and closes an event of a trap sampler's kind (trap_sampler_attr):
 /// 0 if it opens, else -errno.
 long probe_trap_event(bool kernel) {
@@ -852,6 +843,15 @@ bool start_process_sampling(Runtime& rt) {
     return open_cpu_rings(rt);
   }
   return cpu_rings;
+}
+
+/// Whether a debugger traces the process: it would stop the program at
+/// each of the runtime's SIGTRAPs.
+bool traced() {
+  char text[4096];
+  if (sys::read_small_file("/proc/self/status", text, sizeof text) <= 0) return false;
+  const char* field = std::strstr(text, "\nTracerPid:");
+  return field && std::strtol(field + std::strlen("\nTracerPid:"), nullptr, 10) != 0;
 }
 
 void note_profiler_thread(int tid) { g_profiler_tid.store(tid, std::memory_order_relaxed); }

@@ -35,6 +35,9 @@ bool install_trap_handler();
 bool start_process_sampling(Runtime& rt);
 /// The profiler thread's id: its samples in the per-CPU rings count nowhere.
 void note_profiler_thread(int tid);
+/// Whether a debugger (or strace) traces the process: it would stop the
+/// program at each of the runtime's sample signals.
+bool traced();
 /// The profiler thread's tid; 0 without one, -1 while it starts (between
 /// pthread_create and its first instruction: note_profiler_thread).
 int profiler_thread_tid();

@@ -1042,6 +1042,20 @@ TEST_F(RobustnessTest, SetprivKeepingGroupsRunsAsPlain) {
 }
 
 // ======================================================================================
+// Debuggers (issue #51): a traced program would stop at each of the runtime's sample
+// signals (gdb: "received signal ?, Unknown signal" at every sample). The runtime in a
+// traced process stays out and says so; the tool that traces is profiled.
+// ======================================================================================
+
+TEST_F(RobustnessTest, AProgramUnderADebuggerIsNotStoppedByTheRuntime) {
+  const ProcessResult result = run({"-q", "-b", "*"}, {TRACER_EXE, OWNER_WORK_EXE, "--ms", "300", "--status", "3"});
+  expect_exit(result, 3);
+  EXPECT_NE(result.out.find("owner_work done"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("tracer stops=0"), std::string::npos) << result.out;
+  EXPECT_EQ(lines_with(result.err, "is traced").size(), 1u) << result.err;
+}
+
+// ======================================================================================
 // Sanitizer builds (issue #51): AddressSanitizer's runtime must load first, the
 // runtime's own allocations and threads are not the program's leaks or races, and
 // the program's own race is still reported with the sanitizer's exit status.
