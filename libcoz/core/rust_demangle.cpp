@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "json_string.h"  // utf8_sequence_length
+
 namespace coz {
 
 namespace {
@@ -519,17 +521,11 @@ class V0Demangler {
     }
     std::string text = "\"";
     for (size_t i = 0; i < bytes.size();) {
-      const auto b0 = static_cast<unsigned char>(bytes[i]);
-      const size_t n = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xE ? 3 : (b0 >> 3) == 0x1E ? 4 : 0;
-      if (n == 0 || i + n > bytes.size()) return false;
-      uint32_t cp = n == 1 ? b0 : n == 2 ? (b0 & 0x1Fu) : n == 3 ? (b0 & 0x0Fu) : (b0 & 0x07u);
-      for (size_t k = 1; k < n; ++k) {
-        const auto b = static_cast<unsigned char>(bytes[i + k]);
-        if ((b & 0xC0) != 0x80) return false;
-        cp = (cp << 6) | (b & 0x3Fu);
-      }
-      static constexpr uint32_t min_for_length[] = {0, 0, 0x80, 0x800, 0x10000};
-      if (cp < min_for_length[n] || !is_scalar_value(cp)) return false;
+      const size_t n = utf8_sequence_length(bytes, i);
+      if (n == 0) return false;
+      const auto lead = static_cast<unsigned char>(bytes[i]);
+      uint32_t cp = n == 1 ? lead : n == 2 ? (lead & 0x1Fu) : n == 3 ? (lead & 0x0Fu) : (lead & 0x07u);
+      for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(bytes[i + k]) & 0x3Fu);
       append_escaped(text, cp, '"');
       i += n;
     }
