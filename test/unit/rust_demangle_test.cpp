@@ -140,6 +140,41 @@ TEST(RustV0, BackReferenceBlowUpIsBounded) {
   EXPECT_EQ(v0("_RINvC1a1fThhETB7_B7_EE"), "a::f::<(u8, u8), ((u8, u8), (u8, u8))>");
 }
 
+TEST(RustV0, MutatedNamesNeverBreakTheLimits) {
+  // Deterministic mutations of real names (a byte replaced, removed or
+  // doubled): each either fails or gives text within the output limit.
+  const std::string names[] = {
+      "_RNvMs0_CskNItiDSreWu_5vzeroINtB5_4GridKj3_Kb1_Kc78_E5cellsB5_",
+      "_RINvCsbO1SKvWwsec_5vzero4takeRINtNtCslNYArtu3iFV_5alloc5boxed3BoxDINtNtNtCsgEmfK2I1SDS_4core3ops8function2Fn"
+      "ThEEp6OutputhNtNtB19_6marker4SendEL_EEB2_",
+      "_RNSNvYNCINvNtCsjrHSEGnQ3l9_3std2rt10lang_startuE0INtNtNtCsgEmfK2I1SDS_4core3ops8function6FnOnceuE9call_once6vtab"
+      "leCskNItiDSreWu_5vzero",
+      "_RINvCsbO1SKvWwsec_5vzero4takeFG_QL0_xPhEbEB2_",
+  };
+  const std::string alphabet = "_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  uint64_t state = 12345;
+  auto next = [&] { return (state = state * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
+  size_t decoded = 0;
+  for (const std::string& name : names) {
+    for (int i = 0; i < 20'000; ++i) {
+      std::string m = name;
+      for (int edits = 1 + static_cast<int>(next() % 3); edits > 0; --edits) {
+        const size_t at = 2 + next() % (m.size() - 2);
+        switch (next() % 3) {
+          case 0: m[at] = alphabet[next() % alphabet.size()]; break;
+          case 1: m.erase(at, 1); break;
+          default: m.insert(at, 1, m[at]); break;
+        }
+      }
+      if (auto out = demangle_rust_v0(m)) {
+        ++decoded;
+        EXPECT_LE(out->size(), RustDemangleLimits::max_output) << m;
+      }
+    }
+  }
+  EXPECT_GT(decoded, 0u);  // some mutations are still valid names
+}
+
 TEST(RustLegacy, HashDroppedAndEscapesDecoded) {
   auto legacy = [](std::string_view m) { return demangle_rust_legacy(m).value_or("<nullopt>"); };
   EXPECT_EQ(legacy("_ZN4core3num21_$LT$impl$u20$u64$GT$12wrapping_mul17h0123456789abcdefE"),
