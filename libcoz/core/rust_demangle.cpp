@@ -69,7 +69,9 @@ bool decode_punycode(std::string_view basic, std::string_view deltas, std::strin
     for (uint64_t k = base;; k += base) {
       if (p >= deltas.size()) return false;
       char c = deltas[p++];
-      uint64_t digit = is_lower(c) ? static_cast<uint64_t>(c - 'a') : is_digit(c) ? static_cast<uint64_t>(c - '0') + 26 : base;
+      const uint64_t digit = is_lower(c)   ? static_cast<uint64_t>(c - 'a')
+                             : is_digit(c) ? static_cast<uint64_t>(c - '0') + 26
+                                           : base;
       if (digit >= base) return false;
       if (digit > (UINT32_MAX - i) / w) return false;
       i += digit * w;
