@@ -138,6 +138,9 @@ std::string ObjectFrames::function_name(uint64_t function_start) {
     std::string function;
     if (sym != object.symbols.begin() && file_address < std::prev(sym)->end) {
       function = demangle(std::prev(sym)->name);
+      // A stack's frames are `;`-separated, and a Rust array type has one
+      // (`core::ptr::drop_in_place::<[u8; 4]>`): written `,` as --collapsed does.
+      std::replace(function.begin(), function.end(), ';', ',');
     } else {
       function = fmt::format("{:#x}", file_address);
     }

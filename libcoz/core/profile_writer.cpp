@@ -1,5 +1,6 @@
 #include "profile_writer.h"
 #include "descriptors.h"
+#include "json_string.h"
 #include "log.h"
 #include "sys.h"
 
@@ -73,29 +74,9 @@ class Record {
     for (char c : key) out_ += c == '-' ? '_' : c;
     out_ += "\":";
   }
-  // Every character JSON requires escaped is escaped; other bytes are written
-  // as they are (a path that is not UTF-8 stays the same bytes).
-  void string(std::string_view s) {
-    out_ += '"';
-    for (char c : s) {
-      switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\b': out_ += "\\b"; break;
-        case '\f': out_ += "\\f"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\r': out_ += "\\r"; break;
-        case '\t': out_ += "\\t"; break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            out_ += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-          } else {
-            out_ += c;
-          }
-      }
-    }
-    out_ += '"';
-  }
+  // Paths and names are bytes: json_string.h says how invalid UTF-8 is
+  // written (the tab form keeps the bytes as they are).
+  void string(std::string_view s) { append_json_string(out_, s); }
 
   std::string& out_;
   bool json_;

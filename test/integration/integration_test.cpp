@@ -46,6 +46,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -888,6 +889,24 @@ TEST_F(IntegrationTest, RustProgressPointsFromCozCrate) {
   EXPECT_GT(unnamed_delta, 0u) << "no visits to a point named ..." << unnamed;
   EXPECT_GT(named_delta, 0u) << "no visits to rust_iteration";
   EXPECT_GT(arrivals, 0u) << "no arrivals at rust_transaction";
+}
+
+// The same program built with `-C symbol-mangling-version=v0`: its functions
+// are named `_RNvCs..._13rust_progress16transaction_work` in the symbol
+// table and the debug info; the profile names them as rustc-demangle does.
+TEST_F(IntegrationTest, RustV0FunctionNamesAreDemangled) {
+  if (std::string(RUST_PROGRESS_V0_EXE).empty()) GTEST_SKIP() << "cargo not found";
+  const ProcessResult process =
+      coz_run(profile_path(), {}, {RUST_PROGRESS_V0_EXE, "-n", std::to_string(scaled(1000))}, scratch_);
+  ASSERT_TRUE(process.exited && process.exit_status == 0) << describe(process);
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile) << "no profile written";
+  std::set<std::string> functions;
+  for (const auto& [location, samples] : profile->samples) functions.insert(samples.function);
+  std::string all;
+  for (const std::string& f : functions) all += "\n  " + f;
+  EXPECT_TRUE(functions.count("rust_progress::transaction_work")) << "functions:" << all;
+  for (const std::string& f : functions) EXPECT_FALSE(f.starts_with("_R")) << "mangled: " << f;
 }
 
 // --------------------------------------------------------------------------

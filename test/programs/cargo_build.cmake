@@ -1,4 +1,4 @@
-# cmake -DCARGO=... -DMANIFEST=.../Cargo.toml -DTARGET_DIR=... -P cargo_build.cmake
+# cmake -DCARGO=... -DMANIFEST=.../Cargo.toml -DTARGET_DIR=... [-DRUSTFLAGS=...] -P cargo_build.cmake
 # Builds offline when the registry cache already holds the locked crates, and
 # online otherwise (a fresh CI machine).
 foreach(var CARGO MANIFEST TARGET_DIR)
@@ -8,6 +8,9 @@ foreach(var CARGO MANIFEST TARGET_DIR)
 endforeach()
 
 set(ENV{CARGO_TARGET_DIR} "${TARGET_DIR}")
+if(DEFINED RUSTFLAGS)  # optional: -DRUSTFLAGS="-C symbol-mangling-version=v0"
+  set(ENV{RUSTFLAGS} "${RUSTFLAGS}")
+endif()
 set(cargo_args build --release --locked --manifest-path "${MANIFEST}")
 
 execute_process(COMMAND "${CARGO}" ${cargo_args} --offline

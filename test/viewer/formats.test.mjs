@@ -465,3 +465,21 @@ test("seconds per experiment: the run's pace, null without experiments or run ti
   assert.equal(secondsPerExperiment(analyze(read("runtime\ttime=5\n"))), null);
   assert.equal(secondsPerExperiment(analyze(read("experiment\tselected=a.c:1\tspeedup=0\tduration=5\tselected-samples=1\n"))), null);
 });
+
+test("profile bytes: UTF-8 decoded, each invalid byte read as Latin-1 (as the C++ JSON writer escapes it)", async () => {
+  const { decodeBytes } = await import("../../viewer/dist/node/analysis.mjs");
+  const bytes = (...b) => new Uint8Array(b);
+  assert.equal(decodeBytes(new TextEncoder().encode("caf\u00e9.c \u6771\u4eac")), "caf\u00e9.c \u6771\u4eac");
+  assert.equal(decodeBytes(bytes(0x63, 0x61, 0x66, 0xe9, 0x2e, 0x63)), "caf\u00e9.c"); // Latin-1 file name
+  assert.equal(decodeBytes(bytes(0x80)), "\u0080"); // lone continuation byte
+  assert.equal(decodeBytes(bytes(0xc0, 0xaf)), "\u00c0\u00af"); // overlong
+  assert.equal(decodeBytes(bytes(0xed, 0xa0, 0x80)), "\u00ed\u00a0\u0080"); // encoded surrogate
+  assert.equal(decodeBytes(bytes(0x78, 0xe2, 0x82)), "x\u00e2\u0082"); // cut short at the end
+  assert.equal(decodeBytes(bytes(0xe2, 0x82, 0x61, 0xe2, 0x82, 0xac)), "\u00e2\u0082a\u20ac");
+  assert.notEqual(decodeBytes(bytes(0xe9)), decodeBytes(bytes(0xe8)));
+  // A tab-separated profile with a Latin-1 path reads the same name the C++ JSON writer gives ("caf\u00e9.c").
+  const text = decodeBytes(new Uint8Array([...new TextEncoder().encode("samples\tlocation=caf"), 0xe9, ...new TextEncoder().encode(".c:3\tcount=5\n")]));
+  const p = read(text);
+  assert.ok(text.includes("caf\u00e9.c:3"));
+  assert.equal(p.warnings.length, 0);
+});

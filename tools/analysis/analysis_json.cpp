@@ -1,5 +1,6 @@
 #include "analysis_json.h"
 
+#include "json_string.h"
 #include "verdicts.h"
 
 #include <cmath>
@@ -60,25 +61,10 @@ class Json {
     return *this;
   }
 
+  // Names and paths are bytes: json_string.h says how invalid UTF-8 is written.
   Json& string(std::string_view s) {
     comma();
-    out += '"';
-    for (char c : s) {
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
-          } else {
-            out += c;  // UTF-8 passes through; file names are bytes we do not reinterpret
-          }
-      }
-    }
-    out += '"';
+    append_json_string(out, s);
     need_comma_ = true;
     return *this;
   }

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "export_collapsed.h"
+#include "json_string.h"
 #include "protobuf_writer.h"
 
 namespace coz::analysis {
@@ -53,10 +54,14 @@ uint64_t saturating_product(uint64_t a, uint64_t b) {
 }
 
 // Strings are fields' indexes into one table whose first entry is "".
+// profile.proto is proto3: a string must be UTF-8 (Go's decoder, so `go tool
+// pprof`, rejects the file otherwise), so paths and names go through
+// json_string.h's rule.
 class StringTable {
  public:
   StringTable() { index(""); }
-  uint64_t index(const std::string& s) {
+  uint64_t index(const std::string& bytes) {
+    std::string s = valid_utf8(bytes);
     auto [it, added] = ids_.emplace(s, strings_.size());
     if (added) strings_.push_back(s);
     return it->second;

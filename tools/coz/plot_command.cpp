@@ -22,6 +22,7 @@
 #include <boost/program_options.hpp>
 
 #include "cli_conventions.h"
+#include "json_string.h"
 #include "path_search.h"
 #include "profile_args.h"
 #include <fmt/format.h>
@@ -175,64 +176,10 @@ void open_in_browser(const std::string& file) {
                            file);
 }
 
-// Appends the code point at s[i] as UTF-8 if it is valid and returns its
-// length, else 0.
-size_t valid_utf8(std::string_view s, size_t i) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char b = byte(i);
-  size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  uint32_t cp = n == 1 ? b : n == 2 ? (b & 0x1F) : n == 3 ? (b & 0x0F) : (b & 0x07);
-  for (size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  // Overlong forms, surrogates and values past U+10FFFF are invalid UTF-8.
-  static constexpr uint32_t min_for_length[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < min_for_length[n] || (cp >= 0xD800 && cp < 0xE000) || cp > 0x10FFFF) return 0;
-  return n;
-}
-
 }  // namespace
 
 std::string html_safe_json_string(std::string_view bytes) {
-  std::string out;
-  out.reserve(bytes.size() + bytes.size() / 8 + 2);
-  out += '"';
-  for (size_t i = 0; i < bytes.size();) {
-    unsigned char c = static_cast<unsigned char>(bytes[i]);
-    if (c >= 0x80) {
-      size_t n = valid_utf8(bytes, i);
-      if (n == 0) {
-        out += "\\ufffd";
-        ++i;
-      } else {
-        out.append(bytes.substr(i, n));
-        i += n;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      // `</script>` and `<!--` must not appear inside the <script> element.
-      case '<': out += "\\u003c"; break;
-      case '>': out += "\\u003e"; break;
-      case '&': out += "\\u0026"; break;
-      default:
-        if (c < 0x20 || c == 0x7F) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-    ++i;
-  }
-  out += '"';
-  return out;
+  return json_string(bytes, JsonEscapes::html_safe);
 }
 
 bool embed_profiles(const std::string& viewer_html, const std::vector<EmbeddedProfile>& profiles,

@@ -24,7 +24,7 @@ bool embed_profiles(const std::string& viewer_html, const std::vector<EmbeddedPr
                     std::string& out);
 
 /// JSON string literal of arbitrary bytes, safe inside an HTML <script>
-/// element: '<', '>', '&' escaped, invalid UTF-8 replaced by U+FFFD.
+/// element: '<', '>', '&' escaped, invalid UTF-8 bytes as \u00XX (json_string.h).
 std::string html_safe_json_string(std::string_view bytes);
 
 }  // namespace coz

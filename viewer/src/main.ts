@@ -15,6 +15,7 @@ import {
   secondsPerExperiment,
   settleHalfWidth,
 } from "./analysis/analysis";
+import { decodeBytes } from "./analysis/bytes_text";
 import { Callee, flameTree, parseStackFrame, splitLocation } from "./analysis/conventional";
 import { emptyProfile, formatWarning, mergeProfile, Profile, readProfile } from "./analysis/profile";
 import { clear, h } from "./ui/dom";
@@ -88,7 +89,8 @@ function analyzeAndRender() {
 
 async function readFiles(list: FileList | File[]): Promise<LoadedFile[]> {
   const files = [...list];
-  return Promise.all(files.map(async (f) => ({ name: f.name, text: await f.text() })));
+  // Not f.text(): its U+FFFD would merge paths that coz plot keeps apart (bytes_text.ts).
+  return Promise.all(files.map(async (f) => ({ name: f.name, text: decodeBytes(new Uint8Array(await f.arrayBuffer())) })));
 }
 
 function embedded(): LoadedFile[] | null {
