@@ -101,14 +101,14 @@ if [ "${COZ_SKIP_FUZZ:-0}" != 1 ]; then
   fuzz_flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
   # Each target links the sources it reads directly: a CMake configure with
   # clang would rebuild everything else for nothing. Built side by side.
-  clang++ "${fuzz_flags[@]}" -I"$top/tools/analysis" "$top/test/fuzz/profile_reader_fuzz.cpp" \
-    "$top"/tools/analysis/*.cpp -lfmt -o "$fuzz_build/profile_reader_fuzz" &
+  clang++ "${fuzz_flags[@]}" -I"$top/tools/analysis" -I"$top/libcoz/json" "$top/test/fuzz/profile_reader_fuzz.cpp" \
+    "$top"/tools/analysis/*.cpp "$top/libcoz/json/json_string.cpp" -lfmt -lz -o "$fuzz_build/profile_reader_fuzz" &
   profile_build=$!
   core="$top/libcoz/core"
   # The sources LineMap and FrameTableBuilder need (libcoz/CMakeLists.txt's coz_core, in part).
-  clang++ "${fuzz_flags[@]}" -I"$core" -I"$top/include" \
+  clang++ "${fuzz_flags[@]}" -I"$core" -I"$top/include" -I"$top/libcoz/json" \
     $(pkg-config --cflags libelf++) "$top/test/fuzz/elf_reader_fuzz.cpp" \
-    "$core"/{elf_file,dwarf_reader,dwarf_units,dwarf_lines,dwarf_scopes,symbol_names,symbol_table,debug_file,line_map,frame_table,log}.cpp \
+    "$core"/{elf_file,dwarf_reader,dwarf_units,dwarf_lines,dwarf_scopes,symbol_names,rust_demangle,symbol_table,debug_file,line_map,frame_table,log}.cpp "$top/libcoz/json/json_string.cpp" \
     -ldwarf++ -lelf++ -lfmt -lz -lzstd -o "$fuzz_build/elf_reader_fuzz"
   wait "$profile_build"
   # libelfin keeps every elf::elf in a reference cycle (as in the ASan step).
