@@ -193,7 +193,11 @@ size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
   if (rt.config.function_granularity()) log::info("function granularity: {} functions", rt.lines.group_by_function());
   log::info("line map: {} objects in scope, {} lines, built in {:.1f} ms", objects, rt.lines.lines().size(),
             (sys::monotonic_ns() - t0) / 1e6);
-  // Every object, in scope or not: walks cross the others to reach the line that called them.
+  // Every object, in scope or not: walks cross the others to reach the line
+  // that called them. Not while nothing is in scope: no walk can end at a
+  // line then, and a process out of scope (each /bin/true a script runs)
+  // paid milliseconds for them.
+  if (sources_seen.mapped.empty()) return objects;
   uint64_t t1 = sys::monotonic_ns();
   size_t with_frames = rt.frames.add_loaded(sources_seen.main_executable, rt.config.debug_root);
   if (with_frames > 0) {
