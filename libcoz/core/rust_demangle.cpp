@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "json_string.h"  // utf8_sequence_length
+#include "json_string.h"  // utf8_sequence_length, append_utf8
 
 namespace coz {
 
@@ -24,24 +24,6 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
 bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f'); }
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 bool is_scalar_value(uint64_t cp) { return cp <= 0x10FFFF && !(cp >= 0xD800 && cp < 0xE000); }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,9 @@ namespace coz {
 /// How many bytes the valid UTF-8 sequence at `at` holds (1 to 4), or 0 when
 /// the byte there starts none.
 size_t utf8_sequence_length(std::string_view bytes, size_t at);
+
+/// Appends code point `cp` (at most U+10FFFF) encoded as UTF-8.
+void append_utf8(std::string& out, uint32_t cp);
 
 enum class JsonEscapes {
   standard,   // what JSON requires: `"`, `\` and control characters
