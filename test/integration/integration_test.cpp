@@ -41,6 +41,7 @@
 // Run lengths are plain run times of ~1-12 s (scaled by $COZ_ITEST_SCALE);
 // every test runs in well under a minute on 2 cores. The tests share the
 // machine badly (they measure time), so CMake marks them RUN_SERIAL.
+#include <filesystem>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -337,6 +338,7 @@ TEST_F(IntegrationTest, TwoPhaseTestsFunctionsThenTheWinnersLines) {
   size_t functions = 0, winner_lines = 0, other_lines = 0;
   std::vector<std::string> units_after_lines;
   again_under_steal("many_functions", [&](int) {
+    std::filesystem::remove(profile_path());  // coz run appends: each attempt is a run of its own
     setenv("COZ_TWO_PHASE_EXPERIMENTS", "90", 1);
     process = coz_run(profile_path(), {"-v"}, {MANY_FUNCTIONS_EXE, "-s", "9"}, scratch_);
     unsetenv("COZ_TWO_PHASE_EXPERIMENTS");
@@ -467,6 +469,7 @@ TEST_F(IntegrationTest, PipelineConsumerLineRanksFirst) {
   const analysis::LineEffect* consumer = nullptr;
   const analysis::LineEffect* producer = nullptr;
   again_under_steal("pipeline", [&](int) {
+    std::filesystem::remove(profile_path());  // coz run appends: each attempt is a run of its own
     process = coz_run(profile_path(), {"--allocation", "samples"},
                       {PIPELINE_EXE, "-n", std::to_string(scaled(kPipelineItems))}, scratch_);
     profile = read_profile(profile_path());

@@ -62,6 +62,7 @@
 // bottleneck lines have < 8 experiments, except lib_malloc's: 57, impact
 // -0.08 [-0.16, -0.00], as its pauses are sized by the few samples of its
 // own arithmetic), and the fixed-line memcpy test predicts +4% (truth +48%).
+#include <filesystem>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -232,6 +233,7 @@ void check_library_case(const LibraryCase& c, const TempDir& scratch, const std:
   // a few seconds (write_work +27% [-0.9, +55] from 49 experiments with 35%
   // stolen, a fresh clone's run, stop 56).
   again_under_steal(c.source, [&](int) {
+    std::filesystem::remove(profile_path);  // coz run appends: each attempt is a run of its own
     process = coz_run(profile_path, run_options, command, scratch);
     profile = read_profile(profile_path);
     if (!process.exited || process.exit_status != 0 || !profile) return AttemptVerdict{};  // asserted below

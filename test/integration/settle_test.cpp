@@ -2,6 +2,7 @@
 // nowhere else, --until-settled ending the experiments while the program
 // runs on, --max-time and --stop-signal. On the pipeline program, whose
 // consumer line is the bottleneck (integration_test.cpp has the truth).
+#include <filesystem>
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -59,6 +60,9 @@ TEST_F(SettleTest, UntilSettledEndsTheExperimentsWhileTheProgramRunsOn) {
   ProcessResult r;
   Ends ends;
   again_under_steal("pipeline --until-settled", [&](int) {
+    // coz run appends: a second run's experiments were read against the
+    // first's stop (its `end`s are since its own start), a fresh clone's failure.
+    std::filesystem::remove(profile_path());
     r = coz_run(profile_path(), {"--until-settled", "--top", "2"}, {PIPELINE_EXE, "-n", std::to_string(scaled(30'000))},
                 scratch_);
     ends = ends_of(profile_path());
