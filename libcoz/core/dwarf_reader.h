@@ -117,6 +117,7 @@ class Cursor {
 
   /// A NUL-terminated string (without the NUL).
   std::string_view cstr() {
+    if (remaining() == 0) return fail(), std::string_view{};  // pos_ may be null: an absent section's
     const void* nul = std::memchr(pos_, 0, remaining());
     if (!nul) return fail(), std::string_view{};
     const auto* p = static_cast<const uint8_t*>(nul);
