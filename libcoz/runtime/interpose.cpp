@@ -399,9 +399,12 @@ long syscall(long number, ...) {
   va_end(ap);
   auto real = [&] { return functions().syscall(number, a1, a2, a3, a4, a5, a6); };
   before_confinement(number, a1, a2, a3);
-  if (coz::changes_thread_capabilities(number, a1, a2)) {
+  if (number == SYS_prctl || number == SYS_capset) {
+    // Looked at once the kernel took the call: capset's header is read only then.
     long ret = real();
-    if (ret == 0) coz::mirror_on_profiler_thread(number, a1, a2, a3, a4, a5);
+    if (ret == 0 && coz::changes_thread_capabilities(number, a1, a2)) {
+      coz::mirror_on_profiler_thread(number, a1, a2, a3, a4, a5);
+    }
     return ret;
   }
   switch (number) {
