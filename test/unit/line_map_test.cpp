@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -566,7 +567,10 @@ TEST_P(Dwz, NamesAreInTheSupplementaryFile) {
 TEST_P(Dwz, MissingSupplementaryFileIsReported) {
   const DwzCase& c = GetParam();
   if (!exists(fixture(c.name)) || std::string_view(c.name) == "dwz_debian") GTEST_SKIP();
-  std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "coz-dwz-alone";
+  // One directory per case and process: ctest runs the cases side by side, and one's
+  // remove_all took the file from under another (a fresh clone's failure).
+  std::filesystem::path dir = std::filesystem::path(testing::TempDir()) /
+                              ("coz-dwz-alone-" + std::string(c.name) + "-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(fixture(c.name), dir / c.name, std::filesystem::copy_options::overwrite_existing);
   LineMap map;
