@@ -60,14 +60,20 @@ void Profiler::SystemClock::sleep_ns(uint64_t ns) { sys::sleep_ns(ns); }
 int Profiler::RuntimeCensus::registered_threads() { return live_thread_count(); }
 std::optional<ProcessThreads> Profiler::RuntimeCensus::process_threads() { return read_process_threads(); }
 
+/// At each of this thread's wake-ups: the rings no signal drains, and a
+/// program thread's capability call to make here too (mirrored_calls.h).
+void Profiler::on_wake() {
+  drain_unsignalled_rings(rt_);
+  serve_mirrored_call();
+}
+
 template <typename Done>
 bool Profiler::wait_unless_stopping(uint64_t ns, uint64_t step_ns, bool poll_points, Done done) {
   step_ns = quiet_step(step_ns);
   auto stop = [&] { return stopping_.load(std::memory_order_acquire) || program_gone(); };
   auto work = [&] {
     if (poll_points) poll_in_flight();
-    drain_unsignalled_rings(rt_);
-    serve_mirrored_call();  // a program thread's capabilities, made ours too (mirrored_calls.h)
+    on_wake();
     // The step counts from the drain: unmapping takes part of it, not more.
     unmap_retired_rings(step_ns / 2);
   };
@@ -226,8 +232,7 @@ bool Profiler::choose_in_system(ExperimentChoice& choice) {
   const uint64_t warn_at = sys::monotonic_ns() + fixed_line_patience_ns;
   bool gathered = false;
   while (!stop()) {
-    drain_unsignalled_rings(rt_);
-    serve_mirrored_call();  // a program thread's capabilities, made ours too (mirrored_calls.h)
+    on_wake();
     system_->publish_samples();
     std::optional<std::string> name;
     if (fixed) {
@@ -335,8 +340,7 @@ uint64_t Profiler::quiet_step(uint64_t step_ns) const {
 SourceLine* Profiler::wait_for_fixed_line() {
   while (!stopping_.load(std::memory_order_acquire) && !program_gone()) {
     if (SourceLine* line = rt_.fixed_line.load(std::memory_order_acquire)) return line;
-    drain_unsignalled_rings(rt_);
-    serve_mirrored_call();  // a program thread's capabilities, made ours too (mirrored_calls.h)
+    on_wake();
     sys::sleep_ns(quiet_step(rt_.config.poll_interval_ns));  // its library is not loaded yet
   }
   return nullptr;
@@ -353,8 +357,7 @@ SourceLine* Profiler::wait_for_line() {
   uint64_t wait_ns = busy_wait_ns;
   uint64_t sampled_before = rt_.stats.samples.load(std::memory_order_relaxed);
   while (!stopping_.load(std::memory_order_acquire) && !program_gone()) {
-    drain_unsignalled_rings(rt_);
-    serve_mirrored_call();  // a program thread's capabilities, made ours too (mirrored_calls.h)
+    on_wake();
     if (SourceLine* line = choose_line()) return line;
     const uint64_t sampled = rt_.stats.samples.load(std::memory_order_relaxed);
     wait_ns = sampled == sampled_before ? std::min(wait_ns * 2, rt_.config.idle_wake_ns) : busy_wait_ns;
@@ -756,7 +759,6 @@ void Profiler::shutdown() {
   FutexGuard guard(lock_);
   if (stopping_.exchange(true, std::memory_order_acq_rel)) return;
   drain_unsignalled_rings(rt_);
-  serve_mirrored_call();  // a program thread's capabilities, made ours too (mirrored_calls.h)
   bool long_enough = running_.active && (rt_.config.end_to_end ||
                                          clock_.now_ns() - running_.start_ns >= rt_.config.experiment_min_ns);
   if (running_.active && !long_enough) {

@@ -69,6 +69,7 @@ class Profiler {
   void open_own_files();
   /// Waits up to `timeout_ns` for shutdown() to have written the last records.
   bool wait_until_shut_down(uint64_t timeout_ns, bool may_sleep = true);
+  void on_wake();
   void take_realtime_priority();
   void run();
   /// `coz run --system`: leads the experiments, or follows another
