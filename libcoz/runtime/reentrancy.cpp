@@ -13,6 +13,7 @@ constexpr long kernel_sigset_bytes = 8;
 }  // namespace
 
 void SignalsDeferred::hold(sigset_t& outer) {
+  if (detail::tls_sealed) return;
   sigset_t held;
   sigfillset(&held);
   for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, sample_signal}) sigdelset(&held, sig);
@@ -22,6 +23,7 @@ void SignalsDeferred::hold(sigset_t& outer) {
 }
 
 void SignalsDeferred::release(const sigset_t& outer) {
+  if (detail::tls_sealed) return;
   // The signals held back are handled as this call returns: by the
   // program's handlers, whose calls are the program's, not the runtime's.
   const bool inside = detail::tls_in_runtime;

@@ -24,10 +24,16 @@ namespace detail {
 // Initial-exec TLS (coz_core's model): no allocation, no lock, and
 // async-signal-safe to read.
 inline thread_local bool tls_in_runtime = false;
+inline thread_local bool tls_sealed = false;
 }  // namespace detail
 
 /// Whether the calling thread is inside the runtime's own work.
 inline bool in_runtime() { return detail::tls_in_runtime; }
+
+/// Whether the calling thread was sealed against its seccomp confinement
+/// (seal_current_thread): its filter may allow none of the runtime's own
+/// system calls, not a signal mask's change, not a sleep.
+inline bool sealed() { return detail::tls_sealed; }
 
 /// Marks the calling thread as inside the runtime's own work for its scope
 /// (nests: the outer state is restored).
@@ -59,7 +65,9 @@ class RuntimeSection {
 /// forever for the lock the interrupted work holds (mapping a library
 /// loaded with dlopen, the thread list). Faults (SIGSEGV, SIGBUS, ...) stay
 /// deliverable, and so does the sample signal, whose handler takes no lock.
-/// Two system calls: for work that is rare or long, not for every wait.
+/// Two system calls: for work that is rare or long, not for every wait. None
+/// on a sealed thread (its program's signals cannot run the runtime's exit
+/// there: the profiler thread writes the last records, runtime.cpp).
 class SignalsDeferred {
  public:
   SignalsDeferred() { hold(outer_); }

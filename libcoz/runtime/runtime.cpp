@@ -11,7 +11,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -132,21 +131,15 @@ std::vector<LoadedObject> loaded_objects(const std::string& main_executable) {
   return walk.objects;
 }
 
-/// One warning for `paths`: "X has ..." for one, "N objects have ... (X, Y, ...)" for more.
-/// `message` takes the subject, then `one` or `many` for each later {}.
-void warn_about_objects(const std::vector<std::string>& paths, const char* message, const char* one,
-                        const char* many) {
+/// One warning for `paths`: "X has WHAT" for one, "N objects (X, Y, ...) have
+/// WHAT" for more (each named under -v).
+void warn_about_objects(const std::vector<std::string>& paths, const char* what) {
   if (paths.empty()) return;
-  if (paths.size() == 1) {
-    const std::string subject = paths[0] + " has";
-    log::warn("{}", fmt::format(fmt::runtime(message), subject, one, one));
-    return;
-  }
+  if (paths.size() == 1) return log::warn("{} has {}", paths[0], what);
   std::string names;
   for (size_t i = 0; i < paths.size() && i < 4; ++i) names += (i ? ", " : "") + paths[i].substr(paths[i].rfind('/') + 1);
   if (paths.size() > 4) names += ", ...";
-  const std::string subject = fmt::format("{} objects ({}) have", paths.size(), names);
-  log::warn("{}", fmt::format(fmt::runtime(message), subject, many, many));
+  log::warn("{} objects ({}) have {}", paths.size(), names, what);
   for (const std::string& path : paths) log::info("{}", path);
 }
 
@@ -186,9 +179,9 @@ size_t build_line_map(Runtime& rt, MapSources& sources_seen) {
     log::info("{}: {} lines ({} ranges of inlined library code charged to their callers), {} address ranges", path,
               found.lines, found.inlined_ranges, found.ranges);
   }
-  warn_about_objects(by_function, "{} no debug information: attributing samples to {} functions (-dbgsym packages "
-                     "or -g builds give lines)", "its", "their");
-  warn_about_objects(nothing, "{} no debug information and no symbols: nothing in {} can be profiled", "it", "them");
+  warn_about_objects(by_function, "no debug information: samples there are attributed to functions (-dbgsym "
+                     "packages or -g builds give lines)");
+  warn_about_objects(nothing, "no debug information and no symbols: nothing there can be profiled");
   rt.lines.finalize();
   if (rt.config.function_granularity()) log::info("function granularity: {} functions", rt.lines.group_by_function());
   log::info("line map: {} objects in scope, {} lines, built in {:.1f} ms", objects, rt.lines.lines().size(),
@@ -570,9 +563,8 @@ void summarize_after_exit_signal() {
 /// the locks and the sleeps the last records take).
 void finish_profile(Profiler& profiler) {
   constexpr uint64_t timeout_ns = 5'000'000'000;
-  const bool sealed = current_thread_sealed();
-  if (descriptors::usable_here() && !sealed) return profiler.shutdown();
-  if (!profiler.shutdown_on_profiler_thread(timeout_ns, /*may_sleep=*/!sealed)) {
+  if (descriptors::usable_here() && !sealed()) return profiler.shutdown();
+  if (!profiler.shutdown_on_profiler_thread(timeout_ns, /*may_sleep=*/!sealed())) {
     log::warn("the profiler thread did not finish the profile within {} s: its last records are lost",
               timeout_ns / 1'000'000'000);
   }
@@ -593,7 +585,7 @@ void stop() {
   // exit handlers have run): sampled, it made the shutdown up to 1 s
   // longer at --period 10us.
   ThreadState* t = current_thread();
-  if (t && !current_thread_sealed()) suspend_sampling(*t);  // a sealed one has none
+  if (t && !sealed()) suspend_sampling(*t);  // a sealed one has none
   if (g_profiler) finish_profile(*g_profiler);
   summarize_run(*rt);
 }
@@ -668,13 +660,8 @@ void on_library_loaded() {
 extern "C" {
 
 __attribute__((visibility("default"))) coz_counter_t* _coz_get_counter(int type, const char* name) {
-  // A thread sealed against its seccomp confinement (seal_current_thread)
-  // is inside the runtime for good, and its filter may allow none of the
-  // runtime's calls (rt_sigprocmask): it registers without holding signals.
-  const bool sealed = coz::in_runtime();
   coz::RuntimeSection section;  // the registry allocates
-  std::optional<coz::SignalsDeferred> deferred;  // under the lock the last experiment's records take
-  if (!sealed) deferred.emplace();
+  coz::SignalsDeferred deferred;  // under the lock the last experiment's records take (none when sealed)
   return coz::g_points ? coz::g_points->get_counter(type, name) : nullptr;
 }
 

@@ -266,18 +266,11 @@ std::optional<ProcessThreads> read_process_threads() {
   return parse_process_stat(buf);
 }
 
-namespace {
-thread_local bool tls_sealed = false;
-}  // namespace
-
-bool current_thread_sealed() { return tls_sealed; }
-
 void seal_current_thread() {
-  tls_sealed = true;
+  if (in_runtime()) return;  // the runtime's own thread, or one sealed already
   ThreadState* t = tls_thread;
   Runtime* rt = runtime();
-  if (!t || !rt || in_runtime()) return;
-  {
+  if (t && rt) {
     RuntimeSection section;
     rt->ledger.pre_block(t->ledger);  // from now on as if blocked: it owes nothing, and never pays
     {
@@ -299,6 +292,7 @@ void seal_current_thread() {
     sys::raw_syscall6(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&sample), 0, 8);
   }
   RuntimeSection::enter_for_good();  // its calls pass straight through the wrappers from now on
+  detail::tls_sealed = true;         // and the runtime makes none of its own on it (reentrancy.h)
 }
 
 uint64_t thread_local_delay() {

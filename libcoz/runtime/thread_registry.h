@@ -171,9 +171,6 @@ void open_process_stat();
 /// leaves the thread list (but stays counted as live), stops its sampler,
 /// and never runs the runtime's bookkeeping again.
 void seal_current_thread();
-/// Whether seal_current_thread() ran on the calling thread: it may make no
-/// system call of the runtime's own, not even a sleep.
-bool current_thread_sealed();
 
 /// The registered threads, guarded by thread_list_lock().
 FutexLock& thread_list_lock();
