@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/syscall.h>
 
+#include <atomic>
 #include <cstdio>
 
 #include "descriptors.h"
@@ -13,9 +14,10 @@
 namespace coz {
 namespace {
 
-/// How many threads hold a schedstat file (ThreadState::schedstat_fd);
-/// under thread_list_lock.
-size_t g_open_files = 0;
+/// How many threads hold a schedstat file (ThreadState::schedstat_fd).
+/// Atomic: a thread opens its own as it starts, and closes it as it leaves,
+/// outside the registry's lock.
+std::atomic<size_t> g_open_files{0};
 
 /// At most this many files open at once (above the program's descriptors,
 /// which they take none of, but under a limit the runtime cannot raise they
@@ -36,18 +38,21 @@ bool parse_run_delay(const char* p, uint64_t& waiting_ns) {
 }
 
 /// Opens thread `t`'s schedstat file and moves it above the program's
-/// descriptors (descriptors::adopt); under thread_list_lock. False past
-/// max_open_files or if /proc refuses.
+/// descriptors (descriptors::adopt): by the thread itself as it starts, or
+/// under thread_list_lock. False past max_open_files or if /proc refuses.
 bool open_schedstat(ThreadState& t) {
   if (t.schedstat_fd >= 0) return true;
-  if (g_open_files >= max_open_files) return false;
+  if (g_open_files.fetch_add(1, std::memory_order_relaxed) >= max_open_files) {
+    g_open_files.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", t.tid);
   const long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  t.schedstat_fd = descriptors::adopt(static_cast<int>(fd));
-  ++g_open_files;
-  return true;
+  if (fd >= 0) t.schedstat_fd = descriptors::adopt(static_cast<int>(fd));
+  if (t.schedstat_fd >= 0) return true;
+  g_open_files.fetch_sub(1, std::memory_order_relaxed);
+  return false;
 }
 
 /// The run delay of thread `t` from its schedstat file, under thread_list_lock.
@@ -80,12 +85,12 @@ void snapshot_core_use(CoreUseSnapshot& out) {
   out.count = 0;
   out.scale = 1;
   if (!descriptors::usable_here()) return;
-  FutexGuard guard(thread_list_lock());
+  LockedThreadList threads;
   out.taken_ns = sys::monotonic_ns();
-  const size_t total = static_cast<size_t>(thread_list_end() - thread_list_begin());
+  const size_t total = threads.size();
   const size_t first = total > CoreUseSnapshot::max_threads ? rotation++ % total : 0;
   for (size_t i = 0; i < total && out.count < CoreUseSnapshot::max_threads; ++i) {
-    ThreadState& t = *thread_list_begin()[(first + i) % total];
+    ThreadState& t = *threads.begin()[(first + i) % total];
     CoreUseSnapshot::Entry& e = out.entries[out.count];
     e.tid = t.tid;
     if (read_run_delay(t, e.waiting_ns)) ++out.count;
@@ -97,10 +102,10 @@ void snapshot_core_use_again(const CoreUseSnapshot& begin, CoreUseSnapshot& out)
   out.count = 0;
   out.scale = begin.scale;
   if (!descriptors::usable_here()) return;
-  FutexGuard guard(thread_list_lock());
+  LockedThreadList threads;
   out.taken_ns = sys::monotonic_ns();
-  for (ThreadState* const* it = thread_list_begin(); it != thread_list_end(); ++it) {
-    ThreadState& t = **it;
+  for (ThreadState* thread : threads) {
+    ThreadState& t = *thread;
     if (t.schedstat_fd < 0) continue;
     for (size_t j = 0; j < begin.count; ++j) {
       if (begin.entries[j].tid != t.tid) continue;
@@ -120,7 +125,7 @@ void close_core_use_file(ThreadState& t) {
   if (t.schedstat_fd < 0) return;
   descriptors::close_own(t.schedstat_fd);
   t.schedstat_fd = -1;
-  --g_open_files;
+  g_open_files.fetch_sub(1, std::memory_order_relaxed);
 }
 
 

@@ -644,14 +644,14 @@ namespace {
 void drain_cpu_rings(Runtime& rt, CpuRings& rings, bool whole_cpu) {
   CpuRingsReader& reader = *g_cpu_rings_reader;
   // Most drains find nothing (kernel time is a small share of most
-  // programs): then neither the registry's lock, which every new thread
-  // takes too, nor the table of threads.
+  // programs): then neither the registry's lock, which every leaving
+  // thread takes too, nor the table of threads.
   if (!rings.unread()) return;
   if (reader.busy.exchange(true, std::memory_order_acquire)) return;
   const int profiler_tid = g_profiler_tid.load(std::memory_order_relaxed);
-  FutexGuard guard(thread_list_lock());
+  LockedThreadList threads;
   reader.threads.clear();
-  for (auto it = thread_list_begin(); it != thread_list_end(); ++it) reader.threads.emplace_back((*it)->tid, *it);
+  for (ThreadState* t : threads) reader.threads.emplace_back(t->tid, t);
   std::sort(reader.threads.begin(), reader.threads.end());
   auto thread_of = [&](int tid) -> ThreadState& {
     auto found = std::lower_bound(reader.threads.begin(), reader.threads.end(), std::pair<int, ThreadState*>{tid, nullptr});

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 
 #include <vector>
@@ -30,6 +31,9 @@ std::atomic<int> g_live_threads{0};
 FutexLock g_list_lock;
 NoDestroy<std::vector<ThreadState*>> g_thread_list;  // registered threads (no fixed-size table)
 std::vector<ThreadState*>& g_threads = g_thread_list.value;
+// Threads registered since a reader last took them into g_threads: a stack
+// linked through ThreadState::next_arrival, pushed without a lock.
+std::atomic<ThreadState*> g_arrivals{nullptr};
 
 // /proc/self/stat (open_process_stat); set where no other thread runs,
 // read by the profiler thread, which is started after.
@@ -69,7 +73,40 @@ void record_stack_bounds(ThreadState& t) {
   pthread_attr_destroy(&attr);
 }
 
+void push_arrival(ThreadState* t) {
+  ThreadState* head = g_arrivals.load(std::memory_order_relaxed);
+  do {
+    t->next_arrival = head;
+  } while (!g_arrivals.compare_exchange_weak(head, t, std::memory_order_release, std::memory_order_relaxed));
+}
+
+/// Moves the arrivals into the list; under g_list_lock.
+void take_arrivals() {
+  for (ThreadState* t = g_arrivals.exchange(nullptr, std::memory_order_acquire); t != nullptr; t = t->next_arrival) {
+    g_threads.push_back(t);
+  }
+}
+
+/// Takes `t` out of the list, where it may have arrived since the last
+/// reader; under g_list_lock.
+void leave_list(ThreadState* t) {
+  take_arrivals();
+  auto it = std::find(g_threads.begin(), g_threads.end(), t);
+  if (it == g_threads.end()) return;
+  *it = g_threads.back();
+  g_threads.pop_back();
+}
+
 }  // namespace
+
+LockedThreadList::LockedThreadList() {
+  g_list_lock.lock();
+  take_arrivals();
+  begin_ = g_threads.data();
+  end_ = begin_ + g_threads.size();
+}
+
+LockedThreadList::~LockedThreadList() { g_list_lock.unlock(); }
 
 // Never inlined: a sample whose walk passes through this function or
 // unregister_current_thread is of the runtime's work (is_runtime_work in sampler.cpp).
@@ -95,21 +132,18 @@ void record_stack_bounds(ThreadState& t) {
     static std::atomic<bool> warned{false};
     log::warn_once(warned, "{}", error);
   }
-  SignalsDeferred deferred;  // under the lock the exit's last records take
-  FutexGuard guard(g_list_lock);
   open_core_use_file(*t);
-  g_threads.push_back(t);
+  push_arrival(t);  // no lock: see thread_list_lock()
 }
 
 FutexLock& thread_list_lock() { return g_list_lock; }
-ThreadState* const* thread_list_begin() { return g_threads.data(); }
-ThreadState* const* thread_list_end() { return g_threads.data() + g_threads.size(); }
 
 int live_thread_count() { return g_live_threads.load(std::memory_order_acquire); }
 
 void reset_live_threads_after_fork() {
   g_live_threads.store(tls_thread ? 1 : 0, std::memory_order_release);
   FutexGuard guard(g_list_lock);
+  take_arrivals();
   // The threads' schedstat files name the parent's threads.
   for (ThreadState* t : g_threads) close_core_use_file(*t);
   g_threads.clear();  // only the forking thread exists here
@@ -128,16 +162,10 @@ void reset_live_threads_after_fork() {
     // together, so the profiler's sums never lose or double a thread's visits.
     SignalsDeferred deferred;  // under the lock the exit's last records take
     FutexGuard guard(g_list_lock);
-    for (size_t i = 0; i < g_threads.size(); ++i) {
-      if (g_threads[i] == t) {
-        g_threads[i] = g_threads.back();
-        g_threads.pop_back();
-        break;
-      }
-    }
+    leave_list(t);
     if (rt) close_thread_breakpoints(rt->breakpoints, *t);
-    close_core_use_file(*t);
   }
+  close_core_use_file(*t);  // no reader can see it now
   stop_sampling(*t);
   tls_thread = nullptr;
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -276,13 +304,7 @@ void seal_current_thread() {
     {
       SignalsDeferred deferred;
       FutexGuard guard(g_list_lock);
-      for (size_t i = 0; i < g_threads.size(); ++i) {
-        if (g_threads[i] == t) {
-          g_threads[i] = g_threads.back();
-          g_threads.pop_back();
-          break;
-        }
-      }
+      leave_list(t);
       close_thread_breakpoints(rt->breakpoints, *t);
     }
     stop_sampling(*t);
