@@ -856,6 +856,16 @@ TEST_F(RobustnessTest, AStrippedProgramRunsAndItsLibrariesAreProfiled) {
   EXPECT_TRUE(fs::exists(profile_path())) << "the libraries' functions are profiled";
 }
 
+// Under -b '*' every loaded object is in scope but the runtime's own: its
+// samples are the runtime's work, and reading its lines (~30,000 ranges of
+// inlined code) cost each process of the run ~20 ms.
+TEST_F(RobustnessTest, TheRuntimeIsNeverInScope) {
+  const ProcessResult result = run({"-v", "-b", "*"}, {nodebug("nodebug_nosymbols"), "--units", "5"});
+  expect_exit(result, 0);
+  ASSERT_FALSE(lines_with(result.err, "libc.so.6:").empty()) << "libc's line map is read under -v:\n" << result.err;
+  EXPECT_TRUE(lines_with(result.err, "libcoz.so:").empty()) << result.err;
+}
+
 // -b globs may name a library the program loads later (dlopen) or a program
 // it execs, so coz run cannot refuse them up front, and the program must run
 // unchanged. If nothing ever matched, one warning says so at exit and no
