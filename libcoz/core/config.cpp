@@ -60,6 +60,8 @@ Config Config::from_environment(std::vector<std::string>& errors) {
   if (const char* v = env("COZ_DEBUG_ROOT")) c.debug_root = v;
   if (const char* v = env("COZ_CONTROL")) c.control_path = v;
   if (const char* v = env("COZ_SYSTEM")) c.system_path = v;
+  if (const char* v = env("COZ_MESSAGES")) c.messages_path = v;
+  if (const char* v = env("COZ_STDERR")) c.run_stderr = v;
   read_number("COZ_RUN_PID", c.run_pid, 1, 1 << 22, errors);
   if (const char* v = env("COZ_STATUS")) c.status_line = std::string_view{v} == "1";
   read_number("COZ_FIXED_SPEEDUP", c.fixed_speedup_percent, 0, 100, errors);

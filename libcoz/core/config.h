@@ -28,6 +28,11 @@ struct Config {
   std::string control_path;                 // COZ_CONTROL: the monitor's control file (control.h); empty: none
   int run_pid = 0;                          // COZ_RUN_PID: the pid `coz run` became (the run's first process)
   std::string system_path;                  // COZ_SYSTEM: `coz run --system`'s shared file (system_shared.h); empty: none
+  // COZ_MESSAGES and COZ_STDERR: the file where a process whose stderr is not
+  // `coz run`'s (device:inode of it) writes its messages, for the run's first
+  // process to show (log.h, send_to_side_file). Empty: every process writes to its stderr.
+  std::string messages_path;
+  std::string run_stderr;
   bool status_line = false;                 // COZ_STATUS=1: the monitor keeps a status line on this stderr
   int fixed_speedup_percent = -1;           // COZ_FIXED_SPEEDUP 0..100; -1: random
   /// COZ_GRANULARITY: what one virtual speedup covers. "line": one line;

@@ -1,12 +1,15 @@
 #include "log.h"
 #include "sys.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 
+#include <set>
 #include <string>
 
 namespace coz::log {
@@ -45,7 +48,55 @@ void write_without_sigpipe(const char* p, size_t left) {
   }
   sys::raw_syscall6(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&old_mask), 0, kernel_sigset_size);
 }
+// Where messages go instead of stderr (send_to_side_file); set once, from
+// the runtime's constructor (which may run before this library's dynamic
+// initializers), before any other thread exists. Never freed: the runtime's
+// last messages come from its destructor, after the statics' (which would
+// have sent them back to the stderr they must stay out of).
+const std::string* g_side_file = nullptr;
+
+/// Appends `line` to the side file in one write (O_APPEND: the lines of
+/// several processes do not interleave). Opened for each message and closed
+/// again: messages are few, and a descriptor kept open would be one more of
+/// the runtime's in the program's table.
+void append_to_side_file(const std::string& line) {
+  const long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(g_side_file->c_str()),
+                                    O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;  // removed: the run's first process has exited
+  sys::raw_syscall6(SYS_write, fd, reinterpret_cast<long>(line.data()), static_cast<long>(line.size()));
+  sys::raw_syscall6(SYS_close, fd);
+}
 }  // namespace
+
+std::string file_identity(int fd) {
+  struct stat st{};
+  if (sys::raw_syscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0) return {};
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+}
+
+void send_to_side_file(std::string path) { g_side_file = new std::string(std::move(path)); }
+
+void relay_side_file(const std::string& path) {
+  const long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path.c_str()), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  std::string text;
+  char buf[4096];
+  for (long n; (n = sys::raw_syscall6(SYS_read, fd, reinterpret_cast<long>(buf), sizeof buf)) > 0;) {
+    text.append(buf, static_cast<size_t>(n));
+  }
+  sys::raw_syscall6(SYS_close, fd);
+  sys::raw_syscall6(SYS_unlink, reinterpret_cast<long>(path.c_str()));
+  std::set<std::string_view> seen;
+  std::string out;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + start, end - start);
+    if (!line.empty() && seen.insert(line).second) out.append(line).push_back('\n');
+    start = end + 1;
+  }
+  if (!out.empty()) write_without_sigpipe(out.data(), out.size());
+}
 
 void set_verbosity(int verbosity) { g_verbosity.store(verbosity, std::memory_order_relaxed); }
 
@@ -59,6 +110,7 @@ void write_line(Level level, std::string_view message) {
   line.append(message);
   line.push_back('\n');
   // One write so lines from several threads or processes do not interleave.
+  if (g_side_file != nullptr) return append_to_side_file(line);
   write_without_sigpipe(line.data(), line.size());
 }
 

@@ -16,6 +16,22 @@ void set_verbosity(int verbosity);
 bool enabled(Level level);
 void write_line(Level level, std::string_view message);
 
+/// The identity of what `fd` is open to ("DEVICE:INODE"), empty if it is
+/// closed: how a process tells whether its stderr is `coz run`'s.
+std::string file_identity(int fd);
+
+/// From now on this process's messages are appended to `path`, not written
+/// to its stderr: a process whose stderr is not `coz run`'s (a child whose
+/// parent captures it, as Python's subprocess.run(capture_output=True)
+/// does) must not find the runtime's lines in its output. The run's first
+/// process shows them (relay_side_file).
+void send_to_side_file(std::string path);
+
+/// Writes each distinct line of the side file `path` once to stderr (in the
+/// order they first came), then removes the file: the run's first process,
+/// at its exit.
+void relay_side_file(const std::string& path);
+
 template <typename... Args>
 void error(fmt::format_string<Args...> f, Args&&... args) {
   write_line(Level::Error, fmt::format(f, std::forward<Args>(args)...));

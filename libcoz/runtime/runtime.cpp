@@ -58,6 +58,7 @@ Profiler* g_profiler = nullptr;
 
 void summarize_run(const Runtime& rt);
 void summarize_after_exit_signal();
+void route_messages(const Config& config);
 
 std::string read_link(const char* path) {
   char buf[4096];
@@ -412,6 +413,7 @@ void start() {
   rt->sample_period_ns.store(rt->config.sample_period_ns, std::memory_order_relaxed);
   g_points = &rt->points;
   log::set_verbosity(rt->config.verbosity);
+  route_messages(rt->config);
   for (const auto& e : errors) log::warn("{}", e);
   rt->start_ns = sys::monotonic_ns();
   rt->start_steal_ns = sys::machine_steal_ns();
@@ -558,10 +560,32 @@ void report_coverage(const Runtime& rt) {
   }
 }
 
+/// The side file of the run's messages (log::send_to_side_file) that this
+/// process shows at its exit: set in the run's first process only. A
+/// pointer, set from the runtime's constructor, which may run before this
+/// file's dynamic initializers, and never freed: stop() runs after the
+/// statics' destructors.
+const std::string* g_messages_to_relay = nullptr;
+
+/// Where this process's messages go: to its stderr if that is `coz run`'s
+/// (or `coz run` said nothing), else to the run's side file, which the
+/// run's first process shows on `coz run`'s stderr at its exit.
+void route_messages(const Config& config) {
+  if (config.messages_path.empty() || config.run_stderr.empty()) return;
+  if (config.run_pid == sys::getpid()) g_messages_to_relay = new std::string(config.messages_path);
+  if (log::file_identity(STDERR_FILENO) != config.run_stderr) log::send_to_side_file(config.messages_path);
+}
+
+/// The other processes' messages, at the end of the run's first one.
+void relay_messages() {
+  if (const std::string* path = std::exchange(g_messages_to_relay, nullptr)) log::relay_side_file(*path);
+}
+
 /// After a terminating signal's stand-in handler had the profile finished
 /// (exit_signals.h), on the profiler thread: the summary stop() would give.
 void summarize_after_exit_signal() {
   if (const Runtime* rt = g_runtime.load(std::memory_order_acquire)) summarize_run(*rt);
+  relay_messages();
 }
 
 /// The last records, at exit: written by this thread, or by the profiler
@@ -578,6 +602,9 @@ void finish_profile(Profiler& profiler) {
 }
 
 void stop() {
+  struct RelayLast {
+    ~RelayLast() { relay_messages(); }
+  } relay_last;
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) return;
   wake_parent_at_exit();  // `coz run --system`: its parent's waitpid claims the credit

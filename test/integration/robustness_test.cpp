@@ -856,6 +856,28 @@ TEST_F(RobustnessTest, AStrippedProgramRunsAndItsLibrariesAreProfiled) {
   EXPECT_TRUE(fs::exists(profile_path())) << "the libraries' functions are profiled";
 }
 
+// A parent that captures its children's stderr (Python's subprocess.run
+// with capture_output, node's spawnSync, a server's log) gets what they
+// wrote, not the runtime's lines: those go to coz run's stderr, each
+// distinct one once, at the end of the run's first process. Here the child
+// is a program without symbols under -b '*', which the runtime warns about.
+TEST_F(RobustnessTest, AChildsRuntimeMessagesStayOutOfItsCapturedStderr) {
+  const std::string child = nodebug("nodebug_nosymbols");
+  const std::vector<std::string> program = {CAPTURE_STDERR_EXE, child, "--units", "5"};
+  const ProcessResult plain = run_process(program, scratch_);
+  ASSERT_TRUE(plain.exited && plain.exit_status == 0) << describe(plain);
+  TempDir tmp;  // coz run's temporary files, to see that none is left behind
+  std::vector<std::string> argv = {"/usr/bin/env", "TMPDIR=" + tmp.path(), COZ_EXE, "run", "-o", profile_path(),
+                                   "-q", "-b", "*", "---"};
+  argv.insert(argv.end(), program.begin(), program.end());
+  const ProcessResult result = run_process(argv, scratch_, std::chrono::seconds(60));
+  expect_exit(result, 0);
+  EXPECT_EQ(result.out, plain.out) << "the runtime's lines reached the captured stderr";
+  const std::vector<std::string> warnings = lines_with(result.err, "nodebug_nosymbols has no debug information");
+  EXPECT_EQ(warnings.size(), 1u) << "the children's warning, once, on coz run's stderr:\n" << result.err;
+  for (const auto& entry : fs::directory_iterator(tmp.path())) ADD_FAILURE() << "left behind: " << entry.path();
+}
+
 // Under -b '*' every loaded object is in scope but the runtime's own: its
 // samples are the runtime's work, and reading its lines (~30,000 ranges of
 // inlined code) cost each process of the run ~20 ms.

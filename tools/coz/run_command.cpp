@@ -28,6 +28,7 @@
 #include "cli_conventions.h"
 #include "file_line.h"
 #include "line_map.h"
+#include "log.h"
 #include "monitor.h"
 #include "path_search.h"
 #include "period_floor.h"
@@ -280,6 +281,25 @@ std::string join_lines(const std::vector<std::string>& items) {
   return out;
 }
 
+/// The runtime of a process whose stderr is not this one's (a child whose
+/// parent captures its stderr) writes its messages to a file instead, and
+/// the run's first process shows them here at its exit (log.h,
+/// send_to_side_file): COZ_MESSAGES names the file, COZ_STDERR this
+/// stderr. Returns the file's path, empty where there is none (stderr
+/// closed, no temporary directory): every process then writes to its own.
+std::string share_messages_of_other_processes() {
+  const std::string identity = log::file_identity(STDERR_FILENO);
+  if (identity.empty()) return {};
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/coz-messages-XXXXXX";
+  const int fd = mkstemp(path.data());
+  if (fd < 0) return {};
+  close(fd);
+  setenv("COZ_MESSAGES", path.c_str(), 1);
+  setenv("COZ_STDERR", identity.c_str(), 1);
+  return path;
+}
+
 }  // namespace
 
 int run_main(int argc, char** argv) {
@@ -500,6 +520,7 @@ int run_main(int argc, char** argv) {
   }
 
   warn_if_runtime_cannot_load(*program);
+  const std::string messages = share_messages_of_other_processes();
   std::string preload = *runtime;
   if (std::string sanitizer = sanitizer_runtime_to_preload(*program); !sanitizer.empty()) {
     preload = sanitizer + ":" + preload;
@@ -509,6 +530,7 @@ int run_main(int argc, char** argv) {
 
   execv(program->c_str(), argv + separator + 1);
   const int exec_error = errno;
+  if (!messages.empty()) unlink(messages.c_str());
   return fail(fmt::format("cannot run {}: {}", *program, std::strerror(exec_error)),
               exec_error == ENOENT ? exit_not_found : exit_cannot_execute);
 }
