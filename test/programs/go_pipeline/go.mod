@@ -1,0 +1,3 @@
+module coz.test/go_pipeline
+
+go 1.19
