@@ -65,6 +65,21 @@ std::optional<FrameTable> table_from_debug_frame(const std::string& path, uint64
   return table;
 }
 
+/// Adds the .debug_frame the object's own file holds, if any. Go's linker
+/// writes the CFI of Go's functions there alone: a Go program linked with
+/// the C toolchain has an .eh_frame for its C parts only, and every walk
+/// from Go code stopped for want of CFI. GCC and Clang write .eh_frame,
+/// and a separate debug file's .debug_frame is read only for an object
+/// without one (table_from_debug_frame). Keeps `file` open for the builder.
+void add_own_debug_frame(FrameTableBuilder& builder, const std::string& path, uint64_t bias,
+                         std::optional<ElfFile>& file) {
+  std::string error;
+  file = ElfFile::open(path, error);
+  if (!file) return;
+  ElfFile::Section section = file->section(".debug_frame");
+  if (!section.bytes.empty()) builder.add_debug_frame(section.bytes, bias);
+}
+
 }  // namespace
 
 size_t ObjectFrames::add_loaded(const std::string& main_executable, std::string_view debug_root) {
@@ -75,13 +90,16 @@ size_t ObjectFrames::add_loaded(const std::string& main_executable, std::string_
                             [&](const Object& known) { return known.path == o.name && known.bias == o.bias; });
     if (seen) continue;
     std::optional<FrameTable> table;
+    const bool has_file = !o.name.empty() && o.name.front() == '/';
     if (o.eh_frame_hdr) {
       FrameTableBuilder builder;
-      builder.add_eh_frame_hdr(reinterpret_cast<const uint8_t*>(o.eh_frame_hdr));
+      builder.add_eh_frame_hdr(reinterpret_cast<const uint8_t*>(o.eh_frame_hdr));  // first: it wins where both describe a function
+      std::optional<ElfFile> file;
+      if (has_file) add_own_debug_frame(builder, o.name, o.bias, file);
       FrameTable t = builder.finish(o.name);
       if (!t.rows.empty()) table = std::move(t);
     }
-    if (!table && !o.name.empty() && o.name.front() == '/') table = table_from_debug_frame(o.name, o.bias, debug_root);
+    if (!table && has_file) table = table_from_debug_frame(o.name, o.bias, debug_root);
     const FrameTable* published = nullptr;
     if (table) {
       tables_.add(std::move(*table));

@@ -35,12 +35,18 @@ bool SourceScope::contains(std::string_view file) const {
 }
 
 bool is_system_source(std::string_view file) {
-  static constexpr std::string_view prefixes[] = {"/usr/include/", "/usr/lib/", "/usr/local/include/",
-                                                  "/usr/src/", "/rustc/", "<"};
+  // /usr/local/go/src/: Go's standard library and runtime as go.dev's
+  // archive installs them (Debian's are under /usr/lib/go-1.xx/src/).
+  // /_/runtime/cgo/: the C part of Go's runtime/cgo, as older Go releases name it.
+  static constexpr std::string_view prefixes[] = {"/usr/include/", "/usr/lib/",          "/usr/local/include/",
+                                                  "/usr/src/",     "/rustc/",            "/usr/local/go/src/",
+                                                  "/_/runtime/cgo/", "<"};
   for (auto prefix : prefixes) {
     if (file.substr(0, prefix.size()) == prefix) return true;
   }
-  return file.find("/.cargo/registry/") != std::string_view::npos;
+  // Dependencies: Rust's crates, Go's module cache (toolchains fetched by
+  // GOTOOLCHAIN live there too).
+  return file.find("/.cargo/registry/") != std::string_view::npos || file.find("/pkg/mod/") != std::string_view::npos;
 }
 
 }  // namespace coz

@@ -32,7 +32,9 @@ class SourceScope {
 };
 
 /// Headers and sources of the system and toolchains: /usr/include, /usr/lib,
-/// /usr/local/include, the Rust standard library (/rustc/...), compiler built-ins.
+/// /usr/local/include, the Rust standard library (/rustc/...), Go's
+/// (/usr/local/go/src/...), compiler built-ins, and the dependencies in
+/// Cargo's registry and Go's module cache.
 bool is_system_source(std::string_view file);
 
 }  // namespace coz

@@ -19,6 +19,8 @@
 #include "descriptors.h"
 #include "exit_signals.h"
 #include "file_line.h"
+#include "go_binary.h"
+#include "sample_handler.h"
 #include "log.h"
 #include "profiler.h"
 #include "real.h"
@@ -102,6 +104,18 @@ const char* why_not_profiled() {
   if (traced()) return "it is traced (a debugger, strace), which would stop it at each sample";
   if (running_on_valgrind() != 0) return "it runs under valgrind, whose core cannot take the samplers' signals";
   return nullptr;
+}
+
+/// Whether the program is Go's without runtime/cgo (go_binary.h), whose
+/// signal handlers would take the runtime's samples. In a Go program with
+/// it, tells the sample handler where its threads keep their g.
+bool go_program_without_cgo(const std::string& main_executable) {
+  std::string error;
+  std::optional<ElfFile> file = ElfFile::open(main_executable, error);
+  if (!file || !is_go_program(*file)) return false;
+  if (is_go_program_without_cgo(*file)) return true;
+  sample_handler::set_go_g_tls_offset(go_g_tls_offset(*file));
+  return false;
 }
 
 /// Whether the process is confined by a seccomp filter it inherited (the
@@ -419,6 +433,16 @@ void start() {
   rt->start_steal_ns = sys::machine_steal_ns();
 
   std::string main_executable = read_link("/proc/self/exe");
+  if (go_program_without_cgo(main_executable)) {
+    // `coz run` said so already for the program it launched.
+    const bool said = rt->config.run_pid == sys::getpid() && rt->config.program == main_executable;
+    const std::string why = fmt::format("not profiling {}: a Go program without runtime/cgo sets its signal "
+                                        "handlers with raw system calls, and Go's would take the runtime's samples",
+                                        main_executable);
+    if (said) log::info("{}", why);
+    else log::warn("{}", why);
+    return;
+  }
   // In a program that `coz run` launched, MAIN is that program; in a program
   // it execs (inherited LD_PRELOAD), MAIN still names the launched one, so an
   // unrelated child (a shell from system(), say) is out of scope and quiet.

@@ -374,11 +374,65 @@ UnwindRegisters registers_of(const void* context) {
   return regs;
 }
 
+/// The bounds of the goroutine stack the interrupted code runs on, if it is
+/// Go's: a goroutine's stack lives in Go's heap, not in the thread's stack,
+/// and a walk bounded by the thread's stopped at its first read. Go's
+/// internal ABI keeps the running goroutine's g in R14 (amd64, Go 1.17 and
+/// later), and a g begins with its stack's bounds (runtime.g.stack.lo and
+/// .hi, src/runtime/runtime2.go). R14 is read through process_vm_readv,
+/// which fails rather than faults where it holds no address (code that is
+/// not Go's), and the bounds are believed only if they hold sp and look
+/// like a Go stack (a power of two from 2 KiB to 1 GiB, aligned to 2 KiB).
+bool goroutine_stack_of(uint64_t g, const UnwindRegisters& regs, uint64_t& low, uint64_t& high) {
+  if (g == 0 || g % 8 != 0) return false;
+  uint64_t bounds[2] = {0, 0};
+  iovec local{bounds, sizeof bounds};
+  iovec remote{reinterpret_cast<void*>(g), sizeof bounds};
+  if (sys::raw_syscall6(SYS_process_vm_readv, sys::getpid(), reinterpret_cast<long>(&local), 1,
+                        reinterpret_cast<long>(&remote), 1, 0) != static_cast<long>(sizeof bounds)) {
+    return false;
+  }
+  const uint64_t size = bounds[1] - bounds[0];
+  constexpr uint64_t smallest = 2048, largest = uint64_t{1} << 30;
+  if (bounds[1] <= bounds[0] || size < smallest || size > largest || (size & (size - 1)) != 0 ||
+      bounds[0] % smallest != 0 || regs.sp < bounds[0] || regs.sp >= bounds[1]) {
+    return false;
+  }
+  low = bounds[0];
+  high = bounds[1];
+  return true;
+}
+
+// The g's offset from the thread pointer in a Go program (go_binary.h), 0
+// elsewhere (and in a Go program without runtime.tlsg in its symbols: one
+// built with -ldflags=-s, whose walks then stop at its goroutines' stacks).
+int64_t g_go_g_tls_offset = 0;
+
+/// R14 first; where Go's assembly used it for its own, the g the thread
+/// keeps in its TLS, which Go updates at every goroutine switch.
+/// Only in a Go program: elsewhere a stack that is not the thread's (a
+/// coroutine's, an alternate signal stack) is bounded by the thread's.
+bool goroutine_stack(const UnwindRegisters& regs, const void* context, uint64_t& low, uint64_t& high) {
+  if (g_go_g_tls_offset == 0) return false;
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  if (goroutine_stack_of(static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_R14]), regs, low, high)) return true;
+  uint64_t thread_pointer = 0;
+  __asm__("mov %%fs:0, %0" : "=r"(thread_pointer));  // the TCB's pointer to itself (x86-64 glibc)
+  uint64_t g = 0;
+  std::memcpy(&g, reinterpret_cast<const void*>(thread_pointer + static_cast<uint64_t>(g_go_g_tls_offset)), sizeof g);
+  return goroutine_stack_of(g, regs, low, high);
+}
+
 /// Timer fallback and trap mode: the registers from the interrupted
-/// context, and the thread's live stack (within its bounds: never a wild read).
-void handle_live_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs,
+/// context, and the live stack it runs on, within its bounds (never a wild
+/// read): the thread's, or a goroutine's (goroutine_stack).
+void handle_live_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const void* context,
                         SampleSource source = SampleSource::UserTime, uint64_t periods = 1) {
-  record_sample(rt, t, regs, StackMemory::live(t.stack_low, t.stack_high), source, nullptr, periods);
+  uint64_t low = t.stack_low, high = t.stack_high;
+  if ((regs.sp < low || regs.sp >= high) && !goroutine_stack(regs, context, low, high)) {
+    low = t.stack_low, high = t.stack_high;
+  }
+  record_sample(rt, t, regs, StackMemory::live(low, high), source, nullptr, periods);
 }
 
 /// How many periods a CPU-time timer's signal stands for. Such a timer
@@ -513,7 +567,7 @@ void handle_trap(Runtime& rt, ThreadState& t, siginfo_t* info, void* context) {
   UnwindRegisters regs = registers_of(context);
   if (!handlers_own) {
     const SampleSource source = live_sample_source(rt, regs);  // notes regs.after_syscall first
-    handle_live_sample(rt, t, regs, source);
+    handle_live_sample(rt, t, regs, context, source);
     check_switch_rate(rt, t);
   }
   pay_from_handler(rt, t, paused);
@@ -542,7 +596,7 @@ void on_sample_signal(int sig, siginfo_t* info, void* context) {
     if (!t->sampled_by_cpus.load(std::memory_order_relaxed) || !whole_cpu_open()) {
       UnwindRegisters regs = registers_of(context);
       const SampleSource source = live_sample_source(*rt, regs);  // notes regs.after_syscall first
-      handle_live_sample(*rt, *t, regs, source, timer_periods(info));
+      handle_live_sample(*rt, *t, regs, context, source, timer_periods(info));
     }
     rt->ledger.pay_from_signal(t->ledger);
   } else if (rt && t) {
@@ -578,6 +632,8 @@ void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h,
 uint32_t drain_ring(Runtime& rt, ThreadState& t) { return signal_safe::drain_ring(rt, t); }
 
 void on_sample_signal(int sig, siginfo_t* info, void* context) { signal_safe::on_sample_signal(sig, info, context); }
+
+void set_go_g_tls_offset(int64_t offset) { signal_safe::g_go_g_tls_offset = offset; }
 
 }  // namespace sample_handler
 

@@ -52,6 +52,9 @@ void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h,
 uint32_t drain_ring(Runtime& rt, ThreadState& t);
 /// The handler of the sample signals (and of SIGTRAP: trap samplers, breakpoints).
 void on_sample_signal(int sig, siginfo_t* info, void* context);
+/// In a Go program: where its threads keep their goroutine's g, as an
+/// offset from the thread pointer (go_binary.h); set before any sampler starts.
+void set_go_g_tls_offset(int64_t offset);
 
 }  // namespace sample_handler
 }  // namespace coz

@@ -28,6 +28,7 @@
 
 #include "cli_conventions.h"
 #include "file_line.h"
+#include "go_binary.h"
 #include "line_map.h"
 #include "log.h"
 #include "monitor.h"
@@ -270,6 +271,13 @@ const char* secure_execution(const std::string& program) {
   return nullptr;
 }
 
+/// A dynamically linked Go program without runtime/cgo (go_binary.h).
+bool go_without_cgo(const std::string& program) {
+  std::string error;
+  std::optional<ElfFile> file = ElfFile::open(program, error);
+  return file && is_go_program_without_cgo(*file);
+}
+
 /// A program the runtime cannot be loaded into still runs, unprofiled, and
 /// keeps its exit status; the user is told why there will be no profile.
 void warn_if_runtime_cannot_load(const std::string& program) {
@@ -282,6 +290,10 @@ void warn_if_runtime_cannot_load(const std::string& program) {
                                     : "link it without -static to profile it";
     fmt::print(stderr, "coz run: warning: {} is statically linked: the runtime cannot be loaded into it, "
                "nothing will be profiled; {}\n", program, relink);
+  } else if (go_without_cgo(program)) {
+    fmt::print(stderr, "coz run: warning: {} is a Go program without runtime/cgo, whose signal handling would take "
+               "the runtime's samples: nothing will be profiled; add `import _ \"runtime/cgo\"` to its main package "
+               "and build it with CGO_ENABLED=1\n", program);
   } else if (const char* why = secure_execution(program)) {
     fmt::print(stderr, "coz run: warning: {} is {}: the loader ignores LD_PRELOAD for it, nothing will be "
                "profiled\n", program, why);
