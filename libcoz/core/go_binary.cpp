@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "symbol_table.h"
+
 namespace coz {
 namespace {
 
@@ -44,6 +46,13 @@ int64_t go_g_tls_offset(const ElfFile& file) {
       }
     }
   } catch (...) {
+  }
+  return 0;
+}
+
+uint64_t go_exit_function(const ElfFile& file) {
+  for (const FunctionSymbol& symbol : function_symbols(file)) {
+    if (symbol.name == "runtime.exit.abi0" || symbol.name == "runtime.exit") return symbol.begin;
   }
   return 0;
 }

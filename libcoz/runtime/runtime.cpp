@@ -20,6 +20,7 @@
 #include "exit_signals.h"
 #include "file_line.h"
 #include "go_binary.h"
+#include "go_exit.h"
 #include "sample_handler.h"
 #include "log.h"
 #include "profiler.h"
@@ -61,6 +62,7 @@ Profiler* g_profiler = nullptr;
 void summarize_run(const Runtime& rt);
 void summarize_after_exit_signal();
 void route_messages(const Config& config);
+void stop();
 
 std::string read_link(const char* path) {
   char buf[4096];
@@ -106,15 +108,34 @@ const char* why_not_profiled() {
   return nullptr;
 }
 
+/// The load bias of the main executable (0 unless it is position-independent).
+uintptr_t main_executable_bias() {
+  uintptr_t bias = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        *static_cast<uintptr_t*>(data) = info->dlpi_addr;
+        return 1;  // the first object is the executable
+      },
+      &bias);
+  return bias;
+}
+
 /// Whether the program is Go's without runtime/cgo (go_binary.h), whose
 /// signal handlers would take the runtime's samples. In a Go program with
-/// it, tells the sample handler where its threads keep their g.
+/// it, tells the sample handler where its threads keep their g, and has
+/// its raw exit finish the profile first (go_exit.h).
 bool go_program_without_cgo(const std::string& main_executable) {
+  LeakCheckPause libelfin_cycles;  // a sanitizer build of the program would call them its leaks
   std::string error;
   std::optional<ElfFile> file = ElfFile::open(main_executable, error);
   if (!file || !is_go_program(*file)) return false;
   if (is_go_program_without_cgo(*file)) return true;
-  sample_handler::set_go_g_tls_offset(go_g_tls_offset(*file));
+  sample_handler::set_go_program(go_g_tls_offset(*file));
+  const uint64_t exit_function = go_exit_function(*file);
+  if (exit_function == 0 || !redirect_go_exit(exit_function + main_executable_bias(), &stop)) {
+    log::info("{}: its runtime.exit is not the one known: the profile's last records are lost at its exit",
+              main_executable);
+  }
   return false;
 }
 
@@ -600,8 +621,11 @@ void route_messages(const Config& config) {
   if (log::file_identity(STDERR_FILENO) != config.run_stderr) log::send_to_side_file(config.messages_path);
 }
 
-/// The other processes' messages, at the end of the run's first one.
+/// The other processes' messages, at the end of the run's first one. Not
+/// from a thread sealed against its seccomp filter (which may punish the
+/// file's open with SIGSYS): the messages then stay in the file.
 void relay_messages() {
+  if (sealed()) return;
   if (const std::string* path = std::exchange(g_messages_to_relay, nullptr)) log::relay_side_file(*path);
 }
 

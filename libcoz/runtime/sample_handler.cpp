@@ -403,9 +403,10 @@ bool goroutine_stack_of(uint64_t g, const UnwindRegisters& regs, uint64_t& low, 
   return true;
 }
 
-// The g's offset from the thread pointer in a Go program (go_binary.h), 0
-// elsewhere (and in a Go program without runtime.tlsg in its symbols: one
-// built with -ldflags=-s, whose walks then stop at its goroutines' stacks).
+// A Go program's (go_binary.h), and where its threads keep their g: the
+// offset from the thread pointer, 0 if unknown (a binary built with
+// -ldflags=-s has no runtime.tlsg: its walks from Go's assembly then stop).
+bool g_go_program = false;
 int64_t g_go_g_tls_offset = 0;
 
 /// R14 first; where Go's assembly used it for its own, the g the thread
@@ -413,9 +414,10 @@ int64_t g_go_g_tls_offset = 0;
 /// Only in a Go program: elsewhere a stack that is not the thread's (a
 /// coroutine's, an alternate signal stack) is bounded by the thread's.
 bool goroutine_stack(const UnwindRegisters& regs, const void* context, uint64_t& low, uint64_t& high) {
-  if (g_go_g_tls_offset == 0) return false;
+  if (!g_go_program) return false;
   const auto* uc = static_cast<const ucontext_t*>(context);
   if (goroutine_stack_of(static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_R14]), regs, low, high)) return true;
+  if (g_go_g_tls_offset == 0) return false;
   uint64_t thread_pointer = 0;
   __asm__("mov %%fs:0, %0" : "=r"(thread_pointer));  // the TCB's pointer to itself (x86-64 glibc)
   uint64_t g = 0;
@@ -633,7 +635,10 @@ uint32_t drain_ring(Runtime& rt, ThreadState& t) { return signal_safe::drain_rin
 
 void on_sample_signal(int sig, siginfo_t* info, void* context) { signal_safe::on_sample_signal(sig, info, context); }
 
-void set_go_g_tls_offset(int64_t offset) { signal_safe::g_go_g_tls_offset = offset; }
+void set_go_program(int64_t g_tls_offset) {
+  signal_safe::g_go_g_tls_offset = g_tls_offset;
+  signal_safe::g_go_program = true;
+}
 
 }  // namespace sample_handler
 

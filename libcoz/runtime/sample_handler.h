@@ -52,9 +52,10 @@ void handle_perf_sample(Runtime& rt, ThreadState& t, const perf_event_header& h,
 uint32_t drain_ring(Runtime& rt, ThreadState& t);
 /// The handler of the sample signals (and of SIGTRAP: trap samplers, breakpoints).
 void on_sample_signal(int sig, siginfo_t* info, void* context);
-/// In a Go program: where its threads keep their goroutine's g, as an
-/// offset from the thread pointer (go_binary.h); set before any sampler starts.
-void set_go_g_tls_offset(int64_t offset);
+/// The program is Go's: live walks find its goroutines' stacks, through the
+/// g in R14 or at `g_tls_offset` from the thread pointer (go_binary.h; 0:
+/// unknown). Before any sampler starts.
+void set_go_program(int64_t g_tls_offset);
 
 }  // namespace sample_handler
 }  // namespace coz

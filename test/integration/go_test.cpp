@@ -61,5 +61,20 @@ TEST_F(GoTest, TheRebuiltProgramIsProfiled) {
                                   << profiled.err;
 }
 
+// A Go program ends with its own raw exit_group, past the C library's exit:
+// the runtime redirects it (go_exit.h), so the profile still gets its last
+// records, and the status is the program's (os.Exit(3) here).
+TEST_F(GoTest, AGoProgramsExitFinishesTheProfile) {
+  const std::vector<std::string> program = {GO_PIPELINE_EXE, "20000", "3"};
+  const ProcessResult plain = run_process(program, scratch_);
+  ASSERT_TRUE(plain.exited && plain.exit_status == 3) << describe(plain);
+  const ProcessResult profiled = coz_run(profile_path(), {}, program, scratch_);
+  EXPECT_TRUE(profiled.exited && profiled.exit_status == 3) << describe(profiled);
+  EXPECT_EQ(profiled.out, plain.out);
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile) << "no profile written\n" << profiled.err;
+  EXPECT_EQ(profile->sampling.processes, 1u) << "no `sampling` record: the runtime's exit never ran\n" << profiled.err;
+}
+
 }  // namespace
 }  // namespace coz_itest

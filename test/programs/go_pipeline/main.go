@@ -4,7 +4,7 @@
 // `coz run` cannot load its runtime into) and with the command `coz run`
 // gives for such a binary (CGO_ENABLED=1 go build -ldflags=-linkmode=external).
 //
-// Usage: go_pipeline [ITEMS]   (default 20000)
+// Usage: go_pipeline [ITEMS [STATUS]]   (default 20000 items; STATUS: os.Exit's)
 package main
 
 import (
@@ -39,4 +39,9 @@ func main() {
 		count++
 	}
 	fmt.Printf("go_pipeline items=%d last=%x\n", count, last[:4])
+	if len(os.Args) > 2 {
+		if status, err := strconv.Atoi(os.Args[2]); err == nil {
+			os.Exit(status)
+		}
+	}
 }
