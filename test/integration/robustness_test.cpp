@@ -875,7 +875,10 @@ TEST_F(RobustnessTest, AChildsRuntimeMessagesStayOutOfItsCapturedStderr) {
   EXPECT_EQ(result.out, plain.out) << "the runtime's lines reached the captured stderr";
   const std::vector<std::string> warnings = lines_with(result.err, "nodebug_nosymbols has no debug information");
   EXPECT_EQ(warnings.size(), 1u) << "the children's warning, once, on coz run's stderr:\n" << result.err;
-  for (const auto& entry : fs::directory_iterator(tmp.path())) ADD_FAILURE() << "left behind: " << entry.path();
+  // (The monitor's control file goes when the monitor notices the end, which may come after coz run's exit.)
+  for (const auto& entry : fs::directory_iterator(tmp.path())) {
+    EXPECT_NE(entry.path().filename().string().rfind("coz-messages-", 0), 0u) << "left behind: " << entry.path();
+  }
 }
 
 // Under -b '*' every loaded object is in scope but the runtime's own: its
