@@ -10,6 +10,8 @@
 include(CMakePackageConfigHelpers)
 
 install(FILES include/coz.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The Go package (docs/go.md): a Go program uses it through a replace directive.
+install(DIRECTORY include/go/coz DESTINATION ${CMAKE_INSTALL_DATADIR}/coz/go)
 
 # coz::coz, the target Coz's package gives its users: what a program needs to
 # build with coz.h. The header's macros find the runtime with dlsym, which

@@ -17,7 +17,7 @@ constexpr const char* kRebuild = "CGO_ENABLED=1 go build -ldflags=-linkmode=exte
 class GoTest : public ScratchTest {
  protected:
   void SetUp() override {
-    if (std::string(GO_PIPELINE_EXE).empty()) GTEST_SKIP() << "go not found";
+    if (std::string(GO_PIPELINE_EXE).empty() || std::string(GO_PROGRESS_EXE).empty()) GTEST_SKIP() << "go not found";
   }
 };
 
@@ -74,6 +74,40 @@ TEST_F(GoTest, AGoProgramsExitFinishesTheProfile) {
   const std::optional<analysis::Profile> profile = read_profile(profile_path());
   ASSERT_TRUE(profile) << "no profile written\n" << profiled.err;
   EXPECT_EQ(profile->sampling.processes, 1u) << "no `sampling` record: the runtime's exit never ran\n" << profiled.err;
+}
+
+// Progress points marked in source with the coz package (include/go/coz,
+// Coz's Go API): a named throughput point, one named after its file and
+// line, and a latency point, each counted as often as the program visits it.
+TEST_F(GoTest, ProgressPointsFromTheCozPackage) {
+  constexpr uint64_t items = 200'000;  // ~0.6 s: experiments cover most of it, not the start-up
+  const std::vector<std::string> program = {GO_PROGRESS_EXE, std::to_string(items)};
+  const ProcessResult profiled = coz_run(profile_path(), {}, program, scratch_);
+  ASSERT_TRUE(profiled.exited && profiled.exit_status == 0) << describe(profiled);
+  EXPECT_NE(profiled.out.find("available=true"), std::string::npos) << profiled.out;
+  const std::optional<analysis::Profile> profile = read_profile(profile_path());
+  ASSERT_TRUE(profile) << "no profile written\n" << profiled.err;
+  const std::string by_line = marked_line("go_progress/main.go", "progress");
+  uint64_t named = 0, lined = 0, arrivals = 0, departures = 0;
+  for (const analysis::Experiment& e : profile->experiments) {
+    for (const analysis::ThroughputMeasurement& m : e.throughput) {
+      if (m.name == "item done") named += m.delta;
+      if (location_matches(m.name, by_line)) lined += m.delta;
+    }
+    for (const analysis::LatencyMeasurement& m : e.latency) {
+      if (m.name == "item work") arrivals += m.arrivals, departures += m.departures;
+    }
+  }
+  // Each experiment reads the counters one after the other: a visit between two reads
+  // counts in one experiment for the one point and in the next for the other.
+  const uint64_t reads = profile->experiments.size();
+  auto apart = [](uint64_t a, uint64_t b) { return a > b ? a - b : b - a; };
+  EXPECT_GT(named, items * 2 / 5) << "visits of \"item done\" in the experiments";
+  EXPECT_LE(named, items) << "more visits of \"item done\" than happened";
+  EXPECT_LE(apart(lined, named), reads) << by_line << ": the same loop, the same visits: " << lined << " and " << named;
+  EXPECT_GT(arrivals, items * 2 / 5) << "operations begun of \"item work\"";
+  EXPECT_LE(arrivals, items) << "more operations of \"item work\" than happened";
+  EXPECT_LE(apart(arrivals, departures), reads) << arrivals << " begun, " << departures << " ended";
 }
 
 }  // namespace

@@ -1,0 +1,3 @@
+module github.com/plasma-umass/coz/go
+
+go 1.19
