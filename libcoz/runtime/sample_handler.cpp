@@ -374,55 +374,58 @@ UnwindRegisters registers_of(const void* context) {
   return regs;
 }
 
-/// The bounds of the goroutine stack the interrupted code runs on, if it is
-/// Go's: a goroutine's stack lives in Go's heap, not in the thread's stack,
-/// and a walk bounded by the thread's stopped at its first read. Go's
-/// internal ABI keeps the running goroutine's g in R14 (amd64, Go 1.17 and
-/// later), and a g begins with its stack's bounds (runtime.g.stack.lo and
-/// .hi, src/runtime/runtime2.go). R14 is read through process_vm_readv,
-/// which fails rather than faults where it holds no address (code that is
-/// not Go's), and the bounds are believed only if they hold sp and look
-/// like a Go stack (a power of two from 2 KiB to 1 GiB, aligned to 2 KiB).
-bool goroutine_stack_of(uint64_t g, const UnwindRegisters& regs, uint64_t& low, uint64_t& high) {
-  if (g == 0 || g % 8 != 0) return false;
-  uint64_t bounds[2] = {0, 0};
-  iovec local{bounds, sizeof bounds};
-  iovec remote{reinterpret_cast<void*>(g), sizeof bounds};
-  if (sys::raw_syscall6(SYS_process_vm_readv, sys::getpid(), reinterpret_cast<long>(&local), 1,
-                        reinterpret_cast<long>(&remote), 1, 0) != static_cast<long>(sizeof bounds)) {
-    return false;
-  }
+/// Whether `bounds` (a g's first two words: runtime.g.stack.lo and .hi,
+/// src/runtime/runtime2.go) look like a Go stack that holds sp: a power of
+/// two from 2 KiB to 1 GiB, aligned to 2 KiB.
+bool holds_go_stack(const uint64_t (&bounds)[2], uint64_t sp) {
   const uint64_t size = bounds[1] - bounds[0];
   constexpr uint64_t smallest = 2048, largest = uint64_t{1} << 30;
-  if (bounds[1] <= bounds[0] || size < smallest || size > largest || (size & (size - 1)) != 0 ||
-      bounds[0] % smallest != 0 || regs.sp < bounds[0] || regs.sp >= bounds[1]) {
-    return false;
-  }
-  low = bounds[0];
-  high = bounds[1];
-  return true;
+  return bounds[1] > bounds[0] && size >= smallest && size <= largest && (size & (size - 1)) == 0 &&
+         bounds[0] % smallest == 0 && sp >= bounds[0] && sp < bounds[1];
 }
 
 // A Go program's (go_binary.h), and where its threads keep their g: the
 // offset from the thread pointer, 0 if unknown (a binary built with
-// -ldflags=-s has no runtime.tlsg: its walks from Go's assembly then stop).
+// -ldflags=-s has no runtime.tlsg).
 bool g_go_program = false;
 int64_t g_go_g_tls_offset = 0;
 
-/// R14 first; where Go's assembly used it for its own, the g the thread
-/// keeps in its TLS, which Go updates at every goroutine switch.
-/// Only in a Go program: elsewhere a stack that is not the thread's (a
-/// coroutine's, an alternate signal stack) is bounded by the thread's.
+/// The bounds of the goroutine stack the interrupted code runs on, in a Go
+/// program: a goroutine's stack lives in Go's heap, not in the thread's
+/// stack, and a walk bounded by the thread's stopped at its first read.
+/// The running goroutine's g is in the thread's TLS slot runtime.tlsg,
+/// which Go sets at every switch (0 in a thread Go never ran on), and a g
+/// is never freed: two plain loads, no system call on the sampling path.
+/// Without the slot's offset, R14, where Go's internal ABI keeps g (amd64,
+/// Go 1.17 and later), read through process_vm_readv, which fails rather
+/// than faults where R14 holds no address (Go's assembly uses it for its
+/// own). Elsewhere a stack that is not the thread's (a coroutine's, an
+/// alternate signal stack) stays bounded by the thread's.
 bool goroutine_stack(const UnwindRegisters& regs, const void* context, uint64_t& low, uint64_t& high) {
   if (!g_go_program) return false;
-  const auto* uc = static_cast<const ucontext_t*>(context);
-  if (goroutine_stack_of(static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_R14]), regs, low, high)) return true;
-  if (g_go_g_tls_offset == 0) return false;
-  uint64_t thread_pointer = 0;
-  __asm__("mov %%fs:0, %0" : "=r"(thread_pointer));  // the TCB's pointer to itself (x86-64 glibc)
-  uint64_t g = 0;
-  std::memcpy(&g, reinterpret_cast<const void*>(thread_pointer + static_cast<uint64_t>(g_go_g_tls_offset)), sizeof g);
-  return goroutine_stack_of(g, regs, low, high);
+  uint64_t bounds[2] = {0, 0};
+  if (g_go_g_tls_offset != 0) {
+    uint64_t thread_pointer = 0;
+    __asm__("mov %%fs:0, %0" : "=r"(thread_pointer));  // the TCB's pointer to itself (x86-64 glibc)
+    uint64_t g = 0;
+    std::memcpy(&g, reinterpret_cast<const void*>(thread_pointer + static_cast<uint64_t>(g_go_g_tls_offset)), sizeof g);
+    if (g == 0 || g % 8 != 0) return false;
+    std::memcpy(bounds, reinterpret_cast<const void*>(g), sizeof bounds);
+  } else {
+    const auto* uc = static_cast<const ucontext_t*>(context);
+    const uint64_t g = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_R14]);
+    if (g == 0 || g % 8 != 0) return false;
+    iovec local{bounds, sizeof bounds};
+    iovec remote{reinterpret_cast<void*>(g), sizeof bounds};
+    if (sys::raw_syscall6(SYS_process_vm_readv, sys::getpid(), reinterpret_cast<long>(&local), 1,
+                          reinterpret_cast<long>(&remote), 1, 0) != static_cast<long>(sizeof bounds)) {
+      return false;
+    }
+  }
+  if (!holds_go_stack(bounds, regs.sp)) return false;
+  low = bounds[0];
+  high = bounds[1];
+  return true;
 }
 
 /// Timer fallback and trap mode: the registers from the interrupted
