@@ -70,13 +70,9 @@ std::optional<FrameTable> table_from_debug_frame(const std::string& path, uint64
 /// the C toolchain has an .eh_frame for its C parts only, and every walk
 /// from Go code stopped for want of CFI. GCC and Clang write .eh_frame,
 /// and a separate debug file's .debug_frame is read only for an object
-/// without one (table_from_debug_frame). Keeps `file` open for the builder.
-void add_own_debug_frame(FrameTableBuilder& builder, const std::string& path, uint64_t bias,
-                         std::optional<ElfFile>& file) {
-  std::string error;
-  file = ElfFile::open(path, error);
-  if (!file) return;
-  ElfFile::Section section = file->section(".debug_frame");
+/// without one (table_from_debug_frame). `file` must outlive the builder's finish().
+void add_own_debug_frame(FrameTableBuilder& builder, const ElfFile& file, uint64_t bias) {
+  ElfFile::Section section = file.section(".debug_frame");
   if (!section.bytes.empty()) builder.add_debug_frame(section.bytes, bias);
 }
 
@@ -91,11 +87,15 @@ size_t ObjectFrames::add_loaded(const std::string& main_executable, std::string_
     if (seen) continue;
     std::optional<FrameTable> table;
     const bool has_file = !o.name.empty() && o.name.front() == '/';
+    std::optional<ElfFile> file;  // opened once: for its .debug_frame, then for its symbols
+    if (has_file) {
+      std::string error;
+      file = ElfFile::open(o.name, error);
+    }
     if (o.eh_frame_hdr) {
       FrameTableBuilder builder;
       builder.add_eh_frame_hdr(reinterpret_cast<const uint8_t*>(o.eh_frame_hdr));  // first: it wins where both describe a function
-      std::optional<ElfFile> file;
-      if (has_file) add_own_debug_frame(builder, o.name, o.bias, file);
+      if (file) add_own_debug_frame(builder, *file, o.bias);
       FrameTable t = builder.finish(o.name);
       if (!t.rows.empty()) table = std::move(t);
     }
@@ -108,18 +108,16 @@ size_t ObjectFrames::add_loaded(const std::string& main_executable, std::string_
       ++without_cfi_;
     }
     objects_.push_back({o.name, o.bias, published, false, {}, {}});
-    if (published && !o.name.empty() && o.name.front() == '/') map_symbol_files(objects_.back());
+    if (published && file) map_symbol_files(objects_.back(), std::move(*file));
     ++added;
   }
   if (added > 0) tables_.publish();
   return added;
 }
 
-void ObjectFrames::map_symbol_files(Object& object) {
+void ObjectFrames::map_symbol_files(Object& object, ElfFile file) {
   std::string error;
-  auto file = ElfFile::open(object.path, error);
-  if (!file) return;
-  auto owned = std::make_unique<ElfFile>(std::move(*file));
+  auto owned = std::make_unique<ElfFile>(std::move(file));
   bool has_symtab = false;
   for (const auto& sec : owned->elf().sections()) has_symtab = has_symtab || sec.get_hdr().type == elf::sht::symtab;
   std::string debug_path = has_symtab ? std::string() : find_debug_file(*owned, object.path, debug_root_);

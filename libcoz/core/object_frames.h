@@ -62,7 +62,7 @@ class ObjectFrames {
   /// a moment, which the program's own open then did not get (issue #14:
   /// OwnershipTest.TheProgramsOpensKeepTheirNumbersWhileTheRuntimeWorks
   /// failed 1 run in 11, 27 of its opens renumbered).
-  void map_symbol_files(Object& object);
+  void map_symbol_files(Object& object, ElfFile file);
   void read_symbols(Object& object);
 
   FrameTables tables_;
