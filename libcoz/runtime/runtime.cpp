@@ -120,11 +120,12 @@ uintptr_t main_executable_bias() {
   return bias;
 }
 
-/// Whether the program is Go's without runtime/cgo (go_binary.h), whose
-/// signal handlers would take the runtime's samples. In a Go program with
-/// it, tells the sample handler where its threads keep their g, and has
-/// its raw exit finish the profile first (go_exit.h).
-bool go_program_without_cgo(const std::string& main_executable) {
+/// In a Go program (go_binary.h): tells the sample handler where its
+/// threads keep their g, and has its raw exit finish the profile first
+/// (go_exit.h). Returns whether the runtime must stay out of the program:
+/// a Go program without runtime/cgo, whose signal handlers would take the
+/// runtime's samples.
+bool prepare_for_go(const std::string& main_executable) {
   LeakCheckPause libelfin_cycles;  // a sanitizer build of the program would call them its leaks
   std::string error;
   std::optional<ElfFile> file = ElfFile::open(main_executable, error);
@@ -454,7 +455,7 @@ void start() {
   rt->start_steal_ns = sys::machine_steal_ns();
 
   std::string main_executable = read_link("/proc/self/exe");
-  if (go_program_without_cgo(main_executable)) {
+  if (prepare_for_go(main_executable)) {
     // `coz run` said so already for the program it launched.
     const bool said = rt->config.run_pid == sys::getpid() && rt->config.program == main_executable;
     const std::string why = fmt::format("not profiling {}: a Go program without runtime/cgo sets its signal "

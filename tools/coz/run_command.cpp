@@ -11,7 +11,6 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <csignal>
@@ -205,56 +204,26 @@ void warn_stripped(const std::string& program) {
              program, lines_from);
 }
 
-/// What the program's ELF header and segments say about how it was linked.
-struct Linkage {
-  bool dynamic = true;  // it has a program interpreter (the dynamic loader): else nothing reads LD_PRELOAD
-  bool go = false;      // Go's toolchain built it (its "Go" build-id note)
-};
-
-/// Whether a PT_NOTE segment at [offset, offset + size) holds a note owned
-/// by "Go", as the Go linker writes its build id (.note.go.buildid).
-bool has_go_note(int fd, off_t offset, uint64_t size) {
-  constexpr uint64_t max_notes_bytes = 4096;
-  char notes[max_notes_bytes];
-  const ssize_t n = pread(fd, notes, std::min(size, max_notes_bytes), offset);
-  for (size_t at = 0; n > 0 && at + sizeof(Elf64_Nhdr) <= static_cast<size_t>(n);) {
-    Elf64_Nhdr note;
-    std::memcpy(&note, notes + at, sizeof note);
-    const size_t name_at = at + sizeof note;
-    // "Go" and its terminator, padded to 4 in the name size by Go's linker.
-    if ((note.n_namesz == 3 || note.n_namesz == 4) && name_at + 3 <= static_cast<size_t>(n) &&
-        std::memcmp(notes + name_at, "Go", 3) == 0) {
-      return true;
-    }
-    at = name_at + ((note.n_namesz + 3) & ~3u) + ((note.n_descsz + 3) & ~3u);
-  }
-  return false;
-}
-
-Linkage linkage_of(const std::string& program) {
-  Linkage linkage;
+/// Whether the program has a program interpreter (the dynamic loader):
+/// without one (a static binary), nothing reads LD_PRELOAD.
+bool dynamically_linked(const std::string& program) {
   int fd = open(program.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return linkage;  // not ours to judge: exec will say
+  if (fd < 0) return true;  // not ours to judge: exec will say
   Elf64_Ehdr header;
+  bool dynamic = true;
   if (pread(fd, &header, sizeof header, 0) == static_cast<ssize_t>(sizeof header) &&
       std::memcmp(header.e_ident, ELFMAG, SELFMAG) == 0 && header.e_ident[EI_CLASS] == ELFCLASS64 &&
       header.e_phentsize == sizeof(Elf64_Phdr)) {
-    linkage.dynamic = false;
-    for (unsigned i = 0; i < header.e_phnum; ++i) {
+    dynamic = false;
+    for (unsigned i = 0; i < header.e_phnum && !dynamic; ++i) {
       Elf64_Phdr segment;
       off_t at = static_cast<off_t>(header.e_phoff + i * sizeof segment);
-      if (pread(fd, &segment, sizeof segment, at) != static_cast<ssize_t>(sizeof segment)) {
-        linkage.dynamic = true;  // unreadable: let the loader decide
-        break;
-      }
-      if (segment.p_type == PT_INTERP) linkage.dynamic = true;
-      if (segment.p_type == PT_NOTE && has_go_note(fd, static_cast<off_t>(segment.p_offset), segment.p_filesz)) {
-        linkage.go = true;
-      }
+      if (pread(fd, &segment, sizeof segment, at) != static_cast<ssize_t>(sizeof segment)) dynamic = true;
+      else if (segment.p_type == PT_INTERP) dynamic = true;
     }
   }
   close(fd);
-  return linkage;
+  return dynamic;
 }
 
 /// Why the loader will ignore LD_PRELOAD for the program (its secure mode:
@@ -271,26 +240,21 @@ const char* secure_execution(const std::string& program) {
   return nullptr;
 }
 
-/// A dynamically linked Go program without runtime/cgo (go_binary.h).
-bool go_without_cgo(const std::string& program) {
-  std::string error;
-  std::optional<ElfFile> file = ElfFile::open(program, error);
-  return file && is_go_program_without_cgo(*file);
-}
-
 /// A program the runtime cannot be loaded into still runs, unprofiled, and
 /// keeps its exit status; the user is told why there will be no profile.
 void warn_if_runtime_cannot_load(const std::string& program) {
-  const Linkage linkage = linkage_of(program);
-  if (!linkage.dynamic) {
+  std::string error;
+  const std::optional<ElfFile> file = ElfFile::open(program, error);
+  const bool go = file && is_go_program(*file);  // go_binary.h
+  if (!dynamically_linked(program)) {
     // Go links without the C toolchain unless told otherwise; its external
     // linker makes a dynamically linked program of the same code.
-    const char* relink = linkage.go ? "rebuild it with `CGO_ENABLED=1 go build -ldflags=-linkmode=external` "
+    const char* relink = go ? "rebuild it with `CGO_ENABLED=1 go build -ldflags=-linkmode=external` "
                                       "(a C compiler and linker needed) to profile it"
                                     : "link it without -static to profile it";
     fmt::print(stderr, "coz run: warning: {} is statically linked: the runtime cannot be loaded into it, "
                "nothing will be profiled; {}\n", program, relink);
-  } else if (go_without_cgo(program)) {
+  } else if (go && is_go_program_without_cgo(*file)) {
     fmt::print(stderr, "coz run: warning: {} is a Go program without runtime/cgo, whose signal handling would take "
                "the runtime's samples: nothing will be profiled; add `import _ \"runtime/cgo\"` to its main package "
                "and build it with CGO_ENABLED=1\n", program);
