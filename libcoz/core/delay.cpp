@@ -60,6 +60,16 @@ uint64_t DelayLedger::credit_sample(ThreadLedger& t) {
   return d;
 }
 
+uint64_t DelayLedger::credit_samples(ThreadLedger& t, uint64_t samples, double wall_per_cpu) {
+  const uint64_t d = counts_->delay_per_sample.load(std::memory_order_relaxed);
+  if (d == 0 || samples == 0) return 0;
+  const uint64_t delay =
+      static_cast<uint64_t>(static_cast<double>(d) * static_cast<double>(samples) * std::max(1.0, wall_per_cpu));
+  t.local.fetch_add(delay, std::memory_order_relaxed);
+  counts_->global.fetch_add(delay, std::memory_order_acq_rel);
+  return delay;
+}
+
 void DelayLedger::forgive_old_debt(ThreadLedger& t) const {
   raise_local(t, counts_->forgive_below.load(std::memory_order_acquire));
 }
