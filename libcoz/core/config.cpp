@@ -76,7 +76,6 @@ Config Config::from_environment(std::vector<std::string>& errors) {
   if (const char* v = env("COZ_END_TO_END")) c.end_to_end = std::string_view{v} != "0";
   if (const char* v = env("COZ_CPU_RINGS")) c.cpu_rings = std::string_view{v} != "0";
   if (const char* v = env("COZ_SAMPLE_TRAPS")) c.sample_traps = std::string_view{v} != "0";
-  if (const char* v = env("COZ_PREEMPTION_SCALING")) c.preemption_scaling = std::string_view{v} != "0";
   if (const char* v = env("COZ_WHOLE_CPU_SAMPLING")) c.whole_cpu_sampling = std::string_view{v} != "0";
   if (const char* v = env("COZ_SAMPLING")) c.sampling = std::string_view{v} != "0";
   read_number<uint64_t>("COZ_SAMPLE_PERIOD_NS", c.sample_period_ns, 10'000, 1'000'000'000, errors);

@@ -52,10 +52,6 @@ struct Config {
   /// through its descriptor, as before samplers without rings (sampler.cpp,
   /// choose_trap_sampling), for comparing the two.
   bool sample_traps = true;
-  /// COZ_PREEMPTION_SCALING=0: a sample in the selected line credits s x
-  /// its period, whatever its thread waited for cores (preemption.h), as
-  /// before that scaling, for comparing the two.
-  bool preemption_scaling = true;
   /// COZ_WHOLE_CPU_SAMPLING=0: the threads that leave their trap events
   /// (timer_switch_rate) are sampled by their CPU-time timers on the tick,
   /// as before whole-CPU rings (sampler.cpp, g_whole_cpu), and

@@ -52,16 +52,12 @@ void DelayLedger::start_thread(ThreadLedger& child, uint64_t creator_local) cons
   child.blocked.store(false, std::memory_order_relaxed);
 }
 
-uint64_t DelayLedger::credit_sample(ThreadLedger& t) { return credit_samples(t, 1, 1.0); }
-
-uint64_t DelayLedger::credit_samples(ThreadLedger& t, uint64_t samples, double wall_per_cpu) {
-  const uint64_t d = counts_->delay_per_sample.load(std::memory_order_relaxed);
-  if (d == 0 || samples == 0) return 0;
-  const uint64_t delay =
-      static_cast<uint64_t>(static_cast<double>(d) * static_cast<double>(samples) * std::max(1.0, wall_per_cpu));
-  t.local.fetch_add(delay, std::memory_order_relaxed);
-  counts_->global.fetch_add(delay, std::memory_order_acq_rel);
-  return delay;
+uint64_t DelayLedger::credit_sample(ThreadLedger& t) {
+  uint64_t d = counts_->delay_per_sample.load(std::memory_order_relaxed);
+  if (d == 0) return 0;
+  t.local.fetch_add(d, std::memory_order_relaxed);
+  counts_->global.fetch_add(d, std::memory_order_acq_rel);
+  return d;
 }
 
 void DelayLedger::forgive_old_debt(ThreadLedger& t) const {

@@ -83,10 +83,6 @@ class DelayLedger {
   /// The thread was sampled in the selected line; returns the delay
   /// credited (0 outside a speedup experiment). Async-signal-safe.
   uint64_t credit_sample(ThreadLedger& t);
-  /// `samples` such samples at once, each delay scaled by `wall_per_cpu`
-  /// (the thread's wall time per CPU time, preemption.h); returns the
-  /// delay credited. Async-signal-safe.
-  uint64_t credit_samples(ThreadLedger& t, uint64_t samples, double wall_per_cpu);
   /// What the thread owes now (after forgiving debt from earlier experiments).
   uint64_t owed(ThreadLedger& t) const;
   /// Whether owed(t) would be more than 0, with loads only: inline, for the

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include <atomic>
@@ -26,35 +25,16 @@ std::atomic<size_t> g_open_files{0};
 /// hold one.
 constexpr size_t max_open_files = 2 * CoreUseSnapshot::max_threads;
 
-/// Cleared once a seccomp filter confines a thread (stop_measuring_preemption).
-std::atomic<bool> g_preemption_measured{true};
-
-/// The first two fields of "CPU_NS RUN_DELAY_NS TIMESLICES".
-bool parse_schedstat(const char* p, uint64_t& cpu_ns, uint64_t& waiting_ns) {
+/// The second field of "CPU_NS RUN_DELAY_NS TIMESLICES".
+bool parse_run_delay(const char* p, uint64_t& waiting_ns) {
   uint64_t fields[2] = {0, 0};
   for (uint64_t& field : fields) {
     while (*p == ' ') ++p;
     if (*p < '0' || *p > '9') return false;
     while (*p >= '0' && *p <= '9') field = field * 10 + static_cast<uint64_t>(*p++ - '0');
   }
-  cpu_ns = fields[0];
   waiting_ns = fields[1];
   return true;
-}
-
-/// The second field of "CPU_NS RUN_DELAY_NS TIMESLICES".
-bool parse_run_delay(const char* p, uint64_t& waiting_ns) {
-  uint64_t cpu_ns = 0;
-  return parse_schedstat(p, cpu_ns, waiting_ns);
-}
-
-/// Reads the open schedstat file `fd` from its start.
-bool pread_schedstat(int fd, uint64_t& cpu_ns, uint64_t& waiting_ns) {
-  char buf[96];
-  const long n = sys::raw_syscall6(SYS_pread64, fd, reinterpret_cast<long>(buf), sizeof buf - 1, 0);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  return parse_schedstat(buf, cpu_ns, waiting_ns);
 }
 
 /// Opens thread `t`'s schedstat file and moves it above the program's
@@ -91,8 +71,11 @@ bool read_run_delay(ThreadState& t, uint64_t& waiting_ns) {
     return sys::read_small_file(path, buf, sizeof buf) > 0 && parse_run_delay(buf, waiting_ns);
   }
   if (!open_schedstat(t)) return false;
-  uint64_t cpu_ns = 0;
-  return pread_schedstat(t.schedstat_fd, cpu_ns, waiting_ns);
+  char buf[96];
+  const long n = sys::raw_syscall6(SYS_pread64, t.schedstat_fd, reinterpret_cast<long>(buf), sizeof buf - 1, 0);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return parse_run_delay(buf, waiting_ns);
 }
 
 }  // namespace
@@ -161,32 +144,6 @@ double waiting_for_core_between(const CoreUseSnapshot& begin, const CoreUseSnaps
   }
   return waiting * begin.scale / static_cast<double>(wall);
 }
-
-double measure_wall_per_cpu(ThreadState& t) {
-  // The file is the thread's own, opened as it started (open_core_use_file);
-  // none in a descriptor table of the runtime's own, or past max_open_files.
-  if (t.schedstat_fd < 0 || !g_preemption_measured.load(std::memory_order_relaxed)) return t.wall_per_cpu;
-  preemption::Counts now;
-  rusage usage{};
-  if (!pread_schedstat(t.schedstat_fd, now.cpu_ns, now.run_delay_ns) ||
-      sys::raw_syscall6(SYS_getrusage, RUSAGE_THREAD, reinterpret_cast<long>(&usage)) != 0) {
-    return t.wall_per_cpu;
-  }
-  now.voluntary = static_cast<uint64_t>(usage.ru_nvcsw);
-  now.involuntary = static_cast<uint64_t>(usage.ru_nivcsw);
-  const preemption::Counts& then = t.preemption_counts;
-  if (then.cpu_ns == 0 || now.cpu_ns < then.cpu_ns || now.run_delay_ns < then.run_delay_ns ||
-      now.voluntary < then.voluntary || now.involuntary < then.involuntary) {
-    t.preemption_counts = now;  // the first reading (or a forked child's first): a stretch starts here
-    return t.wall_per_cpu;
-  }
-  if (!preemption::long_enough(then, now)) return t.wall_per_cpu;
-  t.wall_per_cpu = preemption::wall_per_cpu(t.preemption_counts, now, t.wall_per_cpu);
-  t.preemption_counts = now;
-  return t.wall_per_cpu;
-}
-
-void stop_measuring_preemption() { g_preemption_measured.store(false, std::memory_order_relaxed); }
 
 int usable_cpus() {
   cpu_set_t set;

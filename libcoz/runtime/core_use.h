@@ -54,18 +54,6 @@ void close_core_use_file(ThreadState& t);
 /// (no schedstat here).
 double waiting_for_core_between(const CoreUseSnapshot& begin, const CoreUseSnapshot& end);
 
-/// The calling thread's wall time per CPU time over the stretch since its
-/// last call (preemption.h), updating t.wall_per_cpu and returning it; 1
-/// until measured, and for good once a seccomp filter confines any thread
-/// (its schedstat read is a call a filter may refuse). Only `t`'s own
-/// thread, in its sample handler: async-signal-safe (two system calls).
-double measure_wall_per_cpu(ThreadState& t);
-
-/// A seccomp filter is about to confine a thread: measure_wall_per_cpu
-/// makes no more system calls (they are not among those the runtime checks
-/// a filter for, seccomp_filter.cpp).
-void stop_measuring_preemption();
-
 /// CPUs this process may run on (its affinity mask); 0 if unknown.
 int usable_cpus();
 

@@ -32,7 +32,6 @@
 #include "signal_stack.h"
 #include "thread_registry.h"
 #include "channels.h"
-#include "core_use.h"
 #include "exit_signals.h"
 #include "reentrancy.h"
 #include "wait.h"
@@ -147,7 +146,6 @@ void before_confinement(long number, long a1, long a2, long a3) {
     return;
   }
   const sock_fprog* filter = installed_filter(number, a1, a2, a3);
-  if (filter) coz::stop_measuring_preemption();
   if (filter && !coz::in_runtime() && !coz::seccomp::runtime_calls_allowed(*filter)) coz::seal_current_thread();
 }
 

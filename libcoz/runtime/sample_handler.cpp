@@ -23,7 +23,6 @@
 #include <cstring>
 
 #include "breakpoints.h"
-#include "core_use.h"
 #include "unwinder.h"
 #include "sample_policy.h"
 #include "futex_lock.h"
@@ -178,14 +177,9 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
     const uint64_t credits = kernel_sampler ? short_period_rate(rt) * weight
                              : timer        ? short_period_rate(rt) * periods
                                             : periods;
-    // Scaled by the thread's waits for a core (preemption.h), measured by
-    // the thread itself: a ring drained by the profiler thread credits the
-    // factor its own samples last measured.
-    const bool own_thread = current_thread() == &t;
-    const double wall_per_cpu = !rt.config.preemption_scaling ? 1.0
-                                : own_thread && rt.ledger.delay_per_sample() != 0 ? measure_wall_per_cpu(t)
-                                                                                  : t.wall_per_cpu;
-    if (uint64_t delay = rt.ledger.credit_samples(t.ledger, credits, wall_per_cpu)) rt.points.note_delay_credit(delay);
+    for (uint64_t i = 0; i < credits; ++i) {
+      if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
+    }
   }
 }
 

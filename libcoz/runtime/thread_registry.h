@@ -15,7 +15,6 @@
 #include "delay.h"
 #include "config.h"
 #include "perf_ring.h"
-#include "preemption.h"
 #include "profiler_loop.h"
 #include "sample_policy.h"
 #include "unwinder.h"
@@ -124,11 +123,6 @@ struct ThreadState {
   // Draws which waits called through a library get their site walked
   // (record_blocked); any seed but 0.
   uint64_t wait_draws = 0x9e3779b97f4a7c15u;
-  // Its wall time per CPU time while it waited for cores (preemption.h),
-  // and its counts when that was last measured: read by its own sample
-  // handler at its samples in the selected line. 0 counts: not read yet.
-  double wall_per_cpu = 1.0;
-  preemption::Counts preemption_counts;
 };
 
 namespace detail {

@@ -47,17 +47,6 @@ TEST_F(DelayTest, SelectedSampleCreditsItselfAndDelaysOthers) {
   EXPECT_EQ(ledger.total_paused(), 1000u);
 }
 
-TEST_F(DelayTest, SamplesOfAThreadThatWaitedForCoresCreditItsWallTime) {
-  ledger.begin_experiment(500);
-  EXPECT_EQ(ledger.credit_samples(a, 2, 1.5), 1500u);  // two periods of CPU time, 1.5 of wall time each
-  EXPECT_EQ(ledger.global(), 1500u);
-  EXPECT_EQ(ledger.pay(a), 0u);
-  EXPECT_EQ(ledger.pay(b), 1500u);
-  EXPECT_EQ(ledger.credit_samples(a, 1, 0.5), 500u) << "never less than the period";
-  ledger.end_experiment();
-  EXPECT_EQ(ledger.credit_samples(a, 3, 2.0), 0u);
-}
-
 TEST_F(DelayTest, TwoThreadsInTheLineEachPayForTheOther) {
   // Both run the selected line: each saves d, so each is delayed by the other's d.
   ledger.begin_experiment(300);
