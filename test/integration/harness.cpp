@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -19,6 +21,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <limits>
 #include <thread>
 
 extern char** environ;
@@ -322,6 +325,55 @@ uint64_t scaled(uint64_t n) {
 
 namespace {
 
+/// The machine's busy time since boot, in ns, summed over its CPUs: the
+/// "cpu" line of /proc/stat (clock ticks) less idle, iowait and steal; 0 if
+/// unreadable.
+uint64_t machine_busy_ns() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+  if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq) || cpu != "cpu") return 0;
+  const long ticks_per_s = sysconf(_SC_CLK_TCK);
+  if (ticks_per_s <= 0) return 0;
+  return (user + nice + system + irq + softirq) * (1'000'000'000u / static_cast<uint64_t>(ticks_per_s));
+}
+
+/// CPU time of this process and of its waited-for children, in ns.
+uint64_t own_cpu_ns() {
+  auto ns = [](const rusage& u) {
+    auto of = [](const timeval& tv) {
+      return static_cast<uint64_t>(tv.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(tv.tv_usec) * 1'000u;
+    };
+    return of(u.ru_utime) + of(u.ru_stime);
+  };
+  rusage self{}, children{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+  return ns(self) + ns(children);
+}
+
+uint64_t wall_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+OutsideLoad::OutsideLoad() : busy_ns_(machine_busy_ns()), own_ns_(own_cpu_ns()), wall_ns_(wall_ns()) {}
+
+double OutsideLoad::share() const {
+  const uint64_t busy = machine_busy_ns(), own = own_cpu_ns(), wall = wall_ns();
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (busy_ns_ == 0 || busy < busy_ns_ || wall <= wall_ns_ || cpus <= 0) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  const double outside = static_cast<double>(busy - busy_ns_) - static_cast<double>(own - own_ns_);
+  return std::max(0.0, outside) / (static_cast<double>(wall - wall_ns_) * static_cast<double>(cpus));
+}
+
+namespace {
+
 FixedLineRun run_fixed_line_once(const std::vector<std::string>& program_and_args, const std::string& line_suffix,
                                  int speedup_percent, const std::string& point_suffix, const TempDir& scratch,
                                  const std::vector<std::string>& extra_options, uint64_t min_experiments) {
@@ -353,8 +405,10 @@ FixedLineRun run_fixed_line_once(const std::vector<std::string>& program_and_arg
     return n;
   };
 
+  const OutsideLoad outside;
   if (!profile_once(speedup_percent)) return run;
   if (speedup_percent != 0 && baselines() < min_experiments && !profile_once(0)) return run;
+  run.outside_share = outside.share();
 
   for (const analysis::Experiment& e : run.profile.experiments) {
     if (!location_matches(e.selected, line_suffix)) {
@@ -396,10 +450,23 @@ FixedLineRun run_fixed_line(const std::vector<std::string>& program_and_args, co
                                            extra_options, min_experiments);
     if (!run.error.empty()) return run;
     const double steal = run.profile.sampling.steal_share();
-    if (attempt == 1 || steal < best.profile.sampling.steal_share()) best = std::move(run);
-    if (steal < max_steal_share) break;
-    std::cerr << "[ steal    ] a hypervisor took " << 100 * steal << "% of the machine's CPU time during that run"
-              << (attempt < max_profiles_per_run ? ": profiling again\n" : ": judging the run it took least from\n");
+    const double outside = std::isnan(run.outside_share) ? 0.0 : run.outside_share;
+    auto taken = [](const FixedLineRun& r) {
+      return r.profile.sampling.steal_share() + (std::isnan(r.outside_share) ? 0.0 : r.outside_share);
+    };
+    const bool calm = steal < max_steal_share && outside < max_outside_share;
+    std::cerr << "[ machine  ] during the run: steal " << 100 * steal << "%, other processes " << 100 * outside
+              << "% of the CPUs' time\n";
+    if (attempt == 1 || taken(run) < taken(best)) best = std::move(run);
+    if (calm) break;
+    const char* next = attempt < max_profiles_per_run ? ": profiling again\n" : ": judging the run they took least from\n";
+    if (steal >= max_steal_share) {
+      std::cerr << "[ steal    ] a hypervisor took " << 100 * steal << "% of the machine's CPU time during that run"
+                << next;
+    } else {
+      std::cerr << "[ outside  ] other processes kept " << 100 * outside
+                << "% of the machine's CPU time busy during that run" << next;
+    }
   }
   return best;
 }
