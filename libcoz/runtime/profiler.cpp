@@ -1,7 +1,9 @@
 #include "profiler.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -471,6 +473,15 @@ void Profiler::stop_experiments() {
 void Profiler::end_monitor() {
   if (control_fd_ < 0 || !descriptors::usable_here() || rt_.config.run_pid != sys::getpid()) return;
   update_control(control_fd_, [](Control& c) { c.ended = true; });
+  // Nobody needs the file by its name any more: the monitor reads it through
+  // its own descriptor and leaves once it sees `ended`, and a process of the
+  // run that starts now finds no file and goes by samples alone. The monitor
+  // removes it too as it leaves, but one killed with the run's process group
+  // first (`kill -9 -PGID`, a CI job's end; the test harness's cleanup left
+  // 8 files per test-suite run) never did.
+  if (sys::raw_syscall6(SYS_unlinkat, AT_FDCWD, reinterpret_cast<long>(rt_.config.control_path.c_str()), 0) != 0) {
+    log::debug("cannot remove the control file {}", rt_.config.control_path);
+  }
   // The monitor prints nothing once `ended` is set: the line can go now,
   // before the shell's prompt comes back.
   if (rt_.config.status_line && isatty(STDERR_FILENO)) sys::write(STDERR_FILENO, "\r\033[K", 4);

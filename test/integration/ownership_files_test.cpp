@@ -211,6 +211,26 @@ TEST_F(OwnershipTest, TheProgramKeepsItsWholeDescriptorBudgetAndItsLimit) {
   }
 }
 
+// coz run's monitor (it steers the experiments and prints the status line)
+// shares a control file with the run's runtimes, in $TMPDIR, and removed it
+// as it noticed the end. Killed with the run's process group first (as this
+// harness does after every run; `kill -9 -PGID`, a CI job's end), it never
+// did: the test above left two files in /tmp per run, this one one of two. The run's first
+// process removes it as it marks the run ended.
+TEST_F(OwnershipTest, ARunKilledWithItsGroupAtTheEndLeavesNoControlFile) {
+  TempDir tmp;
+  for (const std::string limit : {"-Sn 16", "-Sn 1024"}) {
+    SCOPED_TRACE("ulimit " + limit);
+    std::vector<std::string> launcher = with_ulimit(limit);
+    launcher.insert(launcher.end(), {"/usr/bin/env", "TMPDIR=" + tmp.path()});
+    const ProcessResult profiled = run_coz({}, {FD_BUDGET_EXE, "--files", "12"}, launcher);
+    EXPECT_TRUE(profiled.exited && profiled.exit_status == 0) << describe(profiled);
+  }
+  for (const auto& entry : fs::directory_iterator(tmp.path())) {
+    EXPECT_NE(entry.path().filename().string().rfind("coz-control-", 0), 0u) << "left behind: " << entry.path();
+  }
+}
+
 // The same hard limit on a program that uses every number it has: four
 // threads working (each would have had a sampler's descriptor), main closing
 // everything from 3 up and opening 12 files, then reading each back (the
