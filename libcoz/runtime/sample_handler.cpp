@@ -433,10 +433,8 @@ bool goroutine_stack(const UnwindRegisters& regs, const void* context, uint64_t&
 /// read): the thread's, or a goroutine's (goroutine_stack).
 void handle_live_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, const void* context,
                         SampleSource source = SampleSource::UserTime, uint64_t periods = 1) {
-  uint64_t low = t.stack_low, high = t.stack_high;
-  if ((regs.sp < low || regs.sp >= high) && !goroutine_stack(regs, context, low, high)) {
-    low = t.stack_low, high = t.stack_high;
-  }
+  uint64_t low = t.stack_low, high = t.stack_high;  // goroutine_stack changes them only where it finds one
+  if (regs.sp < low || regs.sp >= high) goroutine_stack(regs, context, low, high);
   record_sample(rt, t, regs, StackMemory::live(low, high), source, nullptr, periods);
 }
 
