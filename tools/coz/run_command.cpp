@@ -3,8 +3,6 @@
 // keeps its pid, its signals and its exit status.
 #include "run_command.h"
 
-#include <elf.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -204,26 +202,13 @@ void warn_stripped(const std::string& program) {
              program, lines_from);
 }
 
-/// Whether the program has a program interpreter (the dynamic loader):
+/// Whether the ELF file has a program interpreter (the dynamic loader):
 /// without one (a static binary), nothing reads LD_PRELOAD.
-bool dynamically_linked(const std::string& program) {
-  int fd = open(program.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return true;  // not ours to judge: exec will say
-  Elf64_Ehdr header;
-  bool dynamic = true;
-  if (pread(fd, &header, sizeof header, 0) == static_cast<ssize_t>(sizeof header) &&
-      std::memcmp(header.e_ident, ELFMAG, SELFMAG) == 0 && header.e_ident[EI_CLASS] == ELFCLASS64 &&
-      header.e_phentsize == sizeof(Elf64_Phdr)) {
-    dynamic = false;
-    for (unsigned i = 0; i < header.e_phnum && !dynamic; ++i) {
-      Elf64_Phdr segment;
-      off_t at = static_cast<off_t>(header.e_phoff + i * sizeof segment);
-      if (pread(fd, &segment, sizeof segment, at) != static_cast<ssize_t>(sizeof segment)) dynamic = true;
-      else if (segment.p_type == PT_INTERP) dynamic = true;
-    }
+bool dynamically_linked(const ElfFile& file) {
+  for (const elf::segment& segment : file.elf().segments()) {
+    if (segment.get_hdr().type == elf::pt::interp) return true;
   }
-  close(fd);
-  return dynamic;
+  return false;
 }
 
 /// Why the loader will ignore LD_PRELOAD for the program (its secure mode:
@@ -246,12 +231,12 @@ void warn_if_runtime_cannot_load(const std::string& program) {
   std::string error;
   const std::optional<ElfFile> file = ElfFile::open(program, error);
   const bool go = file && is_go_program(*file);  // go_binary.h
-  if (!dynamically_linked(program)) {
+  if (file && !dynamically_linked(*file)) {  // (an unreadable file is not ours to judge: exec will say)
     // Go links without the C toolchain unless told otherwise; its external
     // linker makes a dynamically linked program of the same code.
     const char* relink = go ? "rebuild it with `CGO_ENABLED=1 go build -ldflags=-linkmode=external` "
-                                      "(a C compiler and linker needed) to profile it"
-                                    : "link it without -static to profile it";
+                              "(a C compiler and linker needed) to profile it"
+                            : "link it without -static to profile it";
     fmt::print(stderr, "coz run: warning: {} is statically linked: the runtime cannot be loaded into it, "
                "nothing will be profiled; {}\n", program, relink);
   } else if (go && is_go_program_without_cgo(*file)) {
