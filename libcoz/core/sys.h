@@ -106,26 +106,43 @@ inline ssize_t read_small_file(const char* path, char* buf, size_t size) {
   return n;
 }
 
-/// The time a hypervisor has taken from this machine's CPUs since boot
-/// (steal time: a vCPU that had work, kept off its core), summed over the
-/// CPUs, in ns; 0 on bare metal or where unknown. /proc/stat counts it in
-/// clock ticks (10 ms): good for a run, not for an experiment.
-inline uint64_t machine_steal_ns() {
+/// The machine's CPU time since boot by kind, summed over its CPUs, in ns:
+/// the "cpu" line of /proc/stat, which counts in clock ticks (10 ms): good
+/// for a run, not for an experiment.
+struct MachineCpuTimes {
+  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+  /// A vCPU that had work, kept off its core by a hypervisor; 0 on bare metal.
+  uint64_t steal = 0;
+  /// Busy: everything but idle, iowait and steal (guest time is in user's).
+  uint64_t busy() const { return user + nice + system + irq + softirq; }
+};
+
+/// Reads them; false where /proc/stat cannot be read or parsed.
+inline bool machine_cpu_times(MachineCpuTimes& out) {
   char buf[512];
-  if (read_small_file("/proc/stat", buf, sizeof buf) <= 0) return 0;
+  if (read_small_file("/proc/stat", buf, sizeof buf) <= 0) return false;
   // "cpu  user nice system idle iowait irq softirq steal ..."
   const char* p = buf;
-  if (p[0] != 'c' || p[1] != 'p' || p[2] != 'u' || p[3] != ' ') return 0;
+  if (p[0] != 'c' || p[1] != 'p' || p[2] != 'u' || p[3] != ' ') return false;
   p += 3;
-  uint64_t field = 0;
-  for (int i = 0; i < 8; ++i) {
-    while (*p == ' ') ++p;
-    if (*p < '0' || *p > '9') return 0;
-    field = 0;
-    while (*p >= '0' && *p <= '9') field = field * 10 + static_cast<uint64_t>(*p++ - '0');
-  }
   const long ticks_per_s = sysconf(_SC_CLK_TCK);
-  return ticks_per_s > 0 ? field * (1'000'000'000u / static_cast<uint64_t>(ticks_per_s)) : 0;
+  if (ticks_per_s <= 0) return false;
+  uint64_t* fields[] = {&out.user, &out.nice, &out.system, &out.idle, &out.iowait, &out.irq, &out.softirq, &out.steal};
+  for (uint64_t* field : fields) {
+    while (*p == ' ') ++p;
+    if (*p < '0' || *p > '9') return false;
+    uint64_t ticks = 0;
+    while (*p >= '0' && *p <= '9') ticks = ticks * 10 + static_cast<uint64_t>(*p++ - '0');
+    *field = ticks * (1'000'000'000u / static_cast<uint64_t>(ticks_per_s));
+  }
+  return true;
+}
+
+/// The time a hypervisor has taken from this machine's CPUs since boot
+/// (MachineCpuTimes::steal); 0 on bare metal or where unknown.
+inline uint64_t machine_steal_ns() {
+  MachineCpuTimes times;
+  return machine_cpu_times(times) ? times.steal : 0;
 }
 
 /// Sleeps about `ns` (one call; a signal may cut it short) and returns the

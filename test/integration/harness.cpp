@@ -17,12 +17,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
-#include <limits>
 #include <thread>
+
+#include "sys.h"
 
 extern char** environ;
 
@@ -325,17 +327,10 @@ uint64_t scaled(uint64_t n) {
 
 namespace {
 
-/// The machine's busy time since boot, in ns, summed over its CPUs: the
-/// "cpu" line of /proc/stat (clock ticks) less idle, iowait and steal; 0 if
-/// unreadable.
+/// The machine's busy time since boot, in ns, summed over its CPUs; 0 if unknown.
 uint64_t machine_busy_ns() {
-  std::ifstream in("/proc/stat");
-  std::string cpu;
-  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
-  if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq) || cpu != "cpu") return 0;
-  const long ticks_per_s = sysconf(_SC_CLK_TCK);
-  if (ticks_per_s <= 0) return 0;
-  return (user + nice + system + irq + softirq) * (1'000'000'000u / static_cast<uint64_t>(ticks_per_s));
+  coz::sys::MachineCpuTimes times;
+  return coz::sys::machine_cpu_times(times) ? times.busy() : 0;
 }
 
 /// CPU time of this process and of its waited-for children, in ns.
@@ -352,18 +347,13 @@ uint64_t own_cpu_ns() {
   return ns(self) + ns(children);
 }
 
-uint64_t wall_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 }  // namespace
 
-OutsideLoad::OutsideLoad() : busy_ns_(machine_busy_ns()), own_ns_(own_cpu_ns()), wall_ns_(wall_ns()) {}
+OutsideLoad::OutsideLoad()
+    : busy_ns_(machine_busy_ns()), own_ns_(own_cpu_ns()), wall_ns_(coz::sys::monotonic_ns()) {}
 
 double OutsideLoad::share() const {
-  const uint64_t busy = machine_busy_ns(), own = own_cpu_ns(), wall = wall_ns();
+  const uint64_t busy = machine_busy_ns(), own = own_cpu_ns(), wall = coz::sys::monotonic_ns();
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (busy_ns_ == 0 || busy < busy_ns_ || wall <= wall_ns_ || cpus <= 0) {
     return std::numeric_limits<double>::quiet_NaN();
