@@ -283,19 +283,21 @@ std::string join_lines(const std::vector<std::string>& items) {
 /// parent captures its stderr) writes its messages to a file instead, and
 /// the run's first process shows them here at its exit (log.h,
 /// send_to_side_file): COZ_MESSAGES names the file, COZ_STDERR this
-/// stderr. Returns the file's path, empty where there is none (stderr
-/// closed, no temporary directory): every process then writes to its own.
-std::string share_messages_of_other_processes() {
+/// stderr. Only the name is chosen here; the run's first process creates
+/// the file as its runtime starts, so a program the runtime never reaches (a
+/// static one) leaves none behind. Without one (stderr closed, no temporary
+/// directory) every process writes to its own stderr.
+void share_messages_of_other_processes() {
   const std::string identity = log::file_identity(STDERR_FILENO);
-  if (identity.empty()) return {};
+  if (identity.empty()) return;
   const char* tmp = std::getenv("TMPDIR");
   std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/coz-messages-XXXXXX";
-  const int fd = mkstemp(path.data());
-  if (fd < 0) return {};
+  const int fd = mkstemp(path.data());  // a fresh unpredictable name, then freed for the runtime
+  if (fd < 0) return;
   close(fd);
+  unlink(path.c_str());
   setenv("COZ_MESSAGES", path.c_str(), 1);
   setenv("COZ_STDERR", identity.c_str(), 1);
-  return path;
 }
 
 }  // namespace
@@ -518,7 +520,7 @@ int run_main(int argc, char** argv) {
   }
 
   warn_if_runtime_cannot_load(*program);
-  const std::string messages = share_messages_of_other_processes();
+  share_messages_of_other_processes();
   std::string preload = *runtime;
   if (std::string sanitizer = sanitizer_runtime_to_preload(*program); !sanitizer.empty()) {
     preload = sanitizer + ":" + preload;
@@ -528,7 +530,6 @@ int run_main(int argc, char** argv) {
 
   execv(program->c_str(), argv + separator + 1);
   const int exec_error = errno;
-  if (!messages.empty()) unlink(messages.c_str());
   return fail(fmt::format("cannot run {}: {}", *program, std::strerror(exec_error)),
               exec_error == ENOENT ? exit_not_found : exit_cannot_execute);
 }
