@@ -85,6 +85,7 @@ uint64_t DelayLedger::pay(ThreadLedger& t) {
   if (due == 0) return 0;
   uint64_t slept = sleep_(due);
   t.sleeps.fetch_add(1, std::memory_order_relaxed);
+  total_sleeps_.fetch_add(1, std::memory_order_relaxed);
   t.local.fetch_add(slept, std::memory_order_relaxed);
   total_paused_.fetch_add(slept, std::memory_order_relaxed);
   return slept;

@@ -75,6 +75,9 @@ class DelayLedger {
   /// Total ns this process's threads have spent paying delays (its own,
   /// even where the counts are shared).
   uint64_t total_paused() const { return total_paused_.load(std::memory_order_relaxed); }
+  /// Payments that slept, over this process's threads: each is a voluntary
+  /// context switch of the runtime's, not the program's.
+  uint64_t total_sleeps() const { return total_sleeps_.load(std::memory_order_relaxed); }
 
   // ---- thread side ----
   /// A new thread starts where its creator stood when it created it
@@ -170,6 +173,7 @@ class DelayLedger {
   LedgerCounts own_;
   LedgerCounts* counts_ = &own_;
   std::atomic<uint64_t> total_paused_{0};
+  std::atomic<uint64_t> total_sleeps_{0};
   SleepFn sleep_;
 };
 

@@ -35,6 +35,10 @@ struct ExperimentResult {
   double cores_busy = -1;
   double waiting_for_core = -1;
   int cores = 0;
+  // The program's threads' voluntary context switches over the experiment
+  // (each a thread giving up its core to wait: a hand-off), the runtime's
+  // own left out; negative when not measured.
+  int64_t voluntary_switches = -1;
   std::vector<PointResult> points;
 };
 

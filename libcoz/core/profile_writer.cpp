@@ -187,6 +187,7 @@ std::string ProfileWriter::format_experiment(const ExperimentResult& e, Format f
   if (e.cores > 0 && e.cores_busy >= 0 && e.waiting_for_core >= 0) {
     r.count("cores", e.cores).fixed("cores-busy", e.cores_busy, 3).fixed("waiting-for-core", e.waiting_for_core, 3);
   }
+  if (e.voluntary_switches >= 0) r.count("voluntary-switches", e.voluntary_switches);
   r.end();
   for (const auto& p : e.points) {
     if (!p.latency) {

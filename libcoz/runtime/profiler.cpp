@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -568,6 +569,7 @@ void Profiler::begin(const ExperimentChoice& choice) {
   running_.start_global = global;
   running_.last_poll_ns = now;
   running_.start_cpu_ns = sys::process_cpu_ns();
+  running_.start_switches = program_voluntary_switches();
   running_.after_first_progress = any_progress_yet();
   rt_.points.for_each([](ProgressPoint& p) { open_window(p); });
   rt_.experiment.selected_samples.store(0, std::memory_order_relaxed);
@@ -654,6 +656,10 @@ bool Profiler::end(ExperimentResult& result) {
     if (result.waiting_for_core >= 0 && wall > 0)
       result.cores_busy = static_cast<double>(cpu) / static_cast<double>(wall);
     result.cores = usable_cpus();
+    const int64_t switches = program_voluntary_switches();
+    if (switches >= 0 && running_.start_switches >= 0) {
+      result.voluntary_switches = std::max<int64_t>(switches - running_.start_switches, 0);
+    }
   }
   running_.active = false;
   // The program's start, before any point was reached: loading its data, a
@@ -670,6 +676,18 @@ bool Profiler::end(ExperimentResult& result) {
     return false;
   }
   return true;
+}
+
+/// The process's voluntary switches (its exited threads' included) less
+/// the runtime's own: this thread's, and the sleeps that paid delays. Each
+/// is a thread of the program that gave up its core to wait, for a lock, a
+/// queue, a reply: a hand-off whose wake costs what no pause can give back.
+int64_t Profiler::program_voluntary_switches() const {
+  rusage process{}, self{};
+  if (getrusage(RUSAGE_SELF, &process) != 0 || getrusage(RUSAGE_THREAD, &self) != 0) return -1;
+  const int64_t program = static_cast<int64_t>(process.ru_nvcsw) - static_cast<int64_t>(self.ru_nvcsw) -
+                          static_cast<int64_t>(rt_.ledger.total_sleeps());
+  return std::max<int64_t>(program, 0);
 }
 
 bool Profiler::any_progress_yet() {

@@ -56,6 +56,7 @@ class Profiler {
     uint64_t start_global = 0;
     uint64_t last_poll_ns = 0;  // for the time-weighted in-flight average
     uint64_t start_cpu_ns = 0;  // the process's CPU time at the start (waited_for_the_world)
+    int64_t start_switches = -1;  // program_voluntary_switches() at the start
     bool after_first_progress = false;  // a point had been reached when it began (any_progress_yet)
     CoreUseSnapshot core_use;  // the threads' runqueue counters as it began
   };
@@ -116,6 +117,9 @@ class Profiler {
   static bool waited_for_the_world(const ExperimentResult& result, uint64_t wall_ns, uint64_t cpu_ns);
   /// Whether any progress point has been reached (always, --end-to-end). Caller holds lock_.
   bool any_progress_yet();
+  /// The program's voluntary context switches so far (docs/delays.md, "make
+  /// sleeps shorter"); -1 when unknown. Profiler thread only.
+  int64_t program_voluntary_switches() const;
   void poll_in_flight();
   std::vector<VisitRate> visit_rates();
   void write_new_samples();

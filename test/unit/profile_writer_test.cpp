@@ -125,6 +125,11 @@ TEST(ProfileWriter, JsonLinesAreCozs) {
   EXPECT_NE(ProfileWriter::format_experiment(e, Format::CozJsonl)
                 .find(R"(,"end":77,"cores":4,"cores_busy":1.500,"waiting_for_core":0.250})"),
             std::string::npos);
+  e.voluntary_switches = 1234;
+  EXPECT_NE(ProfileWriter::format_experiment(e, Format::CozJsonl).find(R"(,"waiting_for_core":0.250,"voluntary_switches":1234})"),
+            std::string::npos);
+  EXPECT_NE(ProfileWriter::format_experiment(e, Format::Coz).find("\twaiting-for-core=0.250\tvoluntary-switches=1234\n"),
+            std::string::npos);
   ProfileWriter::SamplingTotals t;
   t.samples = 10;
   t.in_scope = 9;
@@ -160,8 +165,10 @@ std::string every_record(Format format) {
   e.cores = 2;
   e.cores_busy = 1.25;
   e.waiting_for_core = 0.125;
+  e.voluntary_switches = 4321;
   out += ProfileWriter::format_experiment(e, format);
   e.speedup = 0;
+  e.voluntary_switches = -1;  // not measured: no key
   e.points[0].delta = 90;
   out += ProfileWriter::format_experiment(e, format);
   out += ProfileWriter::format_samples({{"/src/app/main.cpp:42", 87, "main"}, {"/src/app/main.cpp:43", 3, ""}}, format);
@@ -186,8 +193,8 @@ std::string every_record(Format format) {
 std::string describe(const analysis::Profile& p) {
   std::string d;
   for (const auto& e : p.experiments) {
-    d += fmt::format("e {} {} {} {} {} {} {} {}\n", e.selected, e.speedup, e.duration_ns, e.selected_samples, e.end_ns,
-                     e.cores, e.cores_busy, e.waiting_for_core);
+    d += fmt::format("e {} {} {} {} {} {} {} {} {}\n", e.selected, e.speedup, e.duration_ns, e.selected_samples, e.end_ns,
+                     e.cores, e.cores_busy, e.waiting_for_core, e.voluntary_switches);
     for (const auto& t : e.throughput) d += fmt::format(" t {} {}\n", t.name, t.delta);
     for (const auto& l : e.latency)
       d += fmt::format(" l {} {} {} {} {}\n", l.name, l.arrivals, l.departures, l.difference, l.mean_in_flight);
