@@ -347,6 +347,43 @@ TEST(TextReport, StealTimeIsWarnedAbove2Percent) {
       << text;
 }
 
+// docs/analysis.md section 5.2: a point whose threads hand off fast says
+// so, its withheld lines say "hand-offs", and the verdict line counts them
+// apart; a point below the rate says nothing of it.
+TEST(TextReport, FastHandOffsAreWarnedAndTheirWithheldLinesSaySo) {
+  Analysis a = sample();
+  LineEffect flat = effect("src/flat.cpp:2", "request", 0.001, {{0.5, 0.002}});
+  flat.label = Label::Undecided;
+  flat.withheld = Withheld::FastHandOffs;
+  flat.experiments_needed = std::nullopt;
+  a.effects.push_back(flat);
+  a.points[0].tested = 3;
+  a.points[0].hand_offs_per_second = 19'999;
+  EXPECT_EQ(render(a).find("fast hand-offs"), std::string::npos) << "below the rate: nothing said";
+  a.points[0].hand_offs_per_second = 48'213.4;
+  a.points[0].fast_hand_offs = true;
+  const std::string text = render(a);
+  std::string row;
+  for (const std::string& l : lines_of(text)) {
+    if (l.find("src/flat.cpp:2") != std::string::npos) row = l;
+  }
+  EXPECT_NE(row.find("hand-offs"), std::string::npos) << row;
+  EXPECT_EQ(row.find("no effect"), std::string::npos) << row;
+  std::string flowing;  // the text without its wrapping: each line break and the indent after it, one space
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n') {
+      flowing += text[i];
+      continue;
+    }
+    flowing += ' ';
+    while (i + 1 < text.size() && text[i + 1] == ' ') ++i;
+  }
+  EXPECT_NE(flowing.find("fast hand-offs: the program's threads stop to wait (for each other, or for I/O) ~48,213 times a second"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(flowing.find("0 no effect, 1 undecided, 1 hand-offs, of 3 lines tested"), std::string::npos) << text;
+}
+
 TEST(CompareReport, ProgramLineAndTable) {
   Comparison c;
   ComparedPoint p;

@@ -23,6 +23,7 @@ H = 0.025
 ALPHA = 0.05   # false discovery rate (section 7)
 N_MIN = 10     # measured experiments before any verdict
 CONTENDED = 0.1  # threads waiting for a core that make a point contended (section 5.1)
+FAST_HAND_OFFS = 20000.0  # voluntary switches per second from which a point's hand-offs are fast (section 5.2)
 K_LOCAL = 8    # neighbours of the local baseline (section 4)
 MIX = 0.05     # the scale of the normal mixture behind the confidence sequences (section 7)
 MIX_EQ = 0.025  # the no-effect test's own mixture scale (section 7)
@@ -84,18 +85,19 @@ def split(line):
         obj = json.loads(t)
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
             raise ValueError("json")
+        # Coz spells the keys and types of the tab form with '_' for '-'
+        # (selected_samples, throughput_point): both forms read alike.
+        # null, an array or an object is as good as absent.
         fields = {}
         for k, v in obj.items():
-            if isinstance(v, (dict, list)):
+            if isinstance(v, (dict, list)) or v is None:
                 continue
             if isinstance(v, bool):
                 v = "true" if v else "false"
-            elif v is None:
-                v = "null"
             elif isinstance(v, float) and v == int(v) and "e" not in repr(v):
                 v = repr(v)
-            fields[k] = str(v)
-        typ = obj["type"]
+            fields[k.replace("_", "-")] = str(v)
+        typ = obj["type"].replace("_", "-")
     else:
         sep = "\t" if "\t" in line else " "
         parts = [p.strip(" \t\r\n") for p in line.split(sep)]
@@ -133,6 +135,14 @@ def core_figures(e, f):
         e.update(cores=cores, busy=busy, waiting=waiting)
 
 
+def switch_count(e, f):
+    """Section 5.2: voluntary-switches=, an integer >= 0, or none."""
+    try:
+        e["switches"] = parse_count(f.get("voluntary-switches"))
+    except (TypeError, ValueError):
+        pass
+
+
 def read(files, base):
     prof = dict(experiments=[], samples={}, functions={}, stacks={}, blocked={}, runtime=0, warnings=[],
                 sampling=None)
@@ -159,8 +169,9 @@ def read(files, base):
                         raise ValueError("speedup")
                     e = dict(selected=sel, speedup=sp, duration=parse_count(f.get("duration")),
                              selected_samples=parse_count(f.get("selected-samples")), tp=[], lat=[],
-                             cores=0, busy=0.0, waiting=0.0)
+                             cores=0, busy=0.0, waiting=0.0, switches=None)
                     core_figures(e, f)
+                    switch_count(e, f)
                     prof["experiments"].append(e)
                     current = e
                 elif typ in ("throughput-point", "progress-point"):
@@ -451,6 +462,18 @@ def analyze(prof, halves=True, baseline="local"):
             point["contended"] = point["waiting_for_core"] >= CONTENDED
         else:
             point.update(cores=None, cores_busy=None, waiting_for_core=None, contended=False)
+        # section 5.2: the hand-offs, over the 0% observations with a switch count
+        vsum = dsum = 0.0
+        for i in bpos:
+            e = exps[(name, kind)][i]
+            if e["switches"] is None:
+                continue
+            vsum += e["switches"]; dsum += e["duration"] / 1e9
+        if dsum > 0:
+            point["hand_offs_per_second"] = vsum / dsum
+            point["fast_hand_offs"] = point["hand_offs_per_second"] >= FAST_HAND_OFFS
+        else:
+            point.update(hand_offs_per_second=None, fast_hand_offs=False)
         for line in sorted({k[0] for k in cells}):
             mine = sorted((b, c) for (l, b), c in cells.items() if l == line)
             eff = dict(line=line, point=name, kind=kind, experiments=sum(c["n"] for _, c in mine),
@@ -459,7 +482,7 @@ def analyze(prof, halves=True, baseline="local"):
                        impact=0.0, impact_se=NAN, impact_low=NAN, impact_high=NAN, slope=NAN, slope_se=NAN,
                        slope_low=NAN, slope_high=NAN, max_effect=0.0, experiments_needed=None,
                        measured_experiments=0, untreated_experiments=sum(c["u"] for _, c in mine),
-                       p_value=None, adjusted_low=None, adjusted_high=None,
+                       p_value=None, adjusted_low=None, adjusted_high=None, withheld=None,
                        measured=False, baseline="none", baseline_ns=NAN, curve=[], label="unmeasured")
             unit = function_of_unit(prof, line)
             if unit:  # section 9: a function unit gets all the samples of its function's lines
@@ -564,8 +587,13 @@ def analyze(prof, halves=True, baseline="local"):
         if point["contended"]:  # section 5.1: no confident label
             for e in effects:
                 if e["point"] == name and e["kind"] == kind and e["label"] in ("positive", "negative", "no-effect", "undecided"):
-                    e.update(label="undecided", experiments_needed=None, adjusted_low=None, adjusted_high=None)
+                    e.update(label="undecided", experiments_needed=None, adjusted_low=None, adjusted_high=None,
+                             withheld="cores-contended")
             point.update(discoveries=0, adjusted_level=None)
+        elif point["fast_hand_offs"]:  # section 5.2: no "no effect"
+            for e in effects:
+                if e["point"] == name and e["kind"] == kind and e["label"] == "no-effect":
+                    e.update(label="undecided", experiments_needed=None, withheld="fast-hand-offs")
     effects.sort(key=rank_key)
     lines = sorted(({"location": l, "function": prof["functions"].get(l, ""), "samples": c,
                      "share": c / total if total else 0.0, "callee": top_callees.get(l)}

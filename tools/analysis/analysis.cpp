@@ -58,6 +58,15 @@ const char* to_string(Label label) {
   return "unmeasured";
 }
 
+const char* to_string(Withheld withheld) {
+  switch (withheld) {
+    case Withheld::CoresContended: return "cores-contended";
+    case Withheld::FastHandOffs: return "fast-hand-offs";
+    case Withheld::No: break;
+  }
+  return "";
+}
+
 namespace {
 
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
@@ -348,6 +357,20 @@ void summarize_cores(const PointData& d, PointSummary& summary) {
   summary.contended = summary.waiting_for_core >= contended_waiting_threads;
 }
 
+// Section 5.2: the program's hand-offs, over the same 0% observations. Only
+// those: a speedup experiment's pauses make threads wait for each other.
+void summarize_hand_offs(const PointData& d, PointSummary& summary) {
+  double switches = 0.0, seconds = 0.0;
+  for (const Observation& o : d.observations) {
+    if (o.bucket != 0 || o.experiment->voluntary_switches < 0) continue;
+    switches += static_cast<double>(o.experiment->voluntary_switches);
+    seconds += static_cast<double>(o.experiment->duration_ns) / 1e9;
+  }
+  if (seconds <= 0.0) return;
+  summary.hand_offs_per_second = switches / seconds;
+  summary.fast_hand_offs = summary.hand_offs_per_second >= fast_hand_offs_per_second;
+}
+
 // Section 5.1: the most program speedup the cores allow at line speedup `s`
 // for a line with CPU share `f`, in a contended point; NaN elsewhere, when
 // unknown, or for latency. (Where no thread waits for a core the cores are
@@ -362,19 +385,31 @@ double core_bound(const PointSummary& summary, PointKind kind, double s, double 
   return 1.0 - (summary.cores_busy / static_cast<double>(summary.cores)) * (1.0 - s * f);
 }
 
+void withhold(LineEffect& e, Withheld why) {
+  e.label = Label::Undecided;
+  e.withheld = why;
+  e.experiments_needed = std::nullopt;
+}
+
 // Section 5.1: in a contended point no line gets a confident label.
+// Section 5.2: where hand-offs are fast, no line is "no effect" (its
+// statistics stay: only the reading of a small effect as none is withheld).
 void withhold_labels(std::vector<LineEffect>& effects, PointSummary& summary) {
-  if (!summary.contended) return;
-  for (LineEffect& e : effects) {
-    if (e.label != Label::Positive && e.label != Label::Negative && e.label != Label::NoEffect &&
-        e.label != Label::Undecided)
-      continue;
-    e.label = Label::Undecided;
-    e.experiments_needed = std::nullopt;
-    e.adjusted_low = e.adjusted_high = nan;
+  if (summary.contended) {
+    for (LineEffect& e : effects) {
+      if (e.label == Label::Positive || e.label == Label::Negative || e.label == Label::NoEffect ||
+          e.label == Label::Undecided) {
+        withhold(e, Withheld::CoresContended);
+        e.adjusted_low = e.adjusted_high = nan;
+      }
+    }
+    summary.discoveries = 0;
+    summary.adjusted_level = nan;
+  } else if (summary.fast_hand_offs) {
+    for (LineEffect& e : effects) {
+      if (e.label == Label::NoEffect) withhold(e, Withheld::FastHandOffs);
+    }
   }
-  summary.discoveries = 0;
-  summary.adjusted_level = nan;
 }
 
 LineEffect make_effect(const std::string& line, const PointKey& point, const PointData& d,
@@ -537,6 +572,7 @@ CausalEffects causal_effects(const std::vector<const Experiment*>& experiments, 
     summary.baseline_experiments = d.baseline.n;
     summary.baseline_visits = d.baseline.x;
     summarize_cores(d, summary);
+    summarize_hand_offs(d, summary);
 
     // Verdicts are over every line of the point, whatever the filters keep.
     std::set<std::string> lines;

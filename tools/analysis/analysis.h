@@ -42,11 +42,20 @@ constexpr double max_experiments_needed = 1e9;
 /// A point whose untreated program kept this many threads waiting for a core,
 /// on average, is contended (docs/analysis.md section 5.1).
 constexpr double contended_waiting_threads = 0.1;
+/// Voluntary context switches per second, over a point's 0% experiments,
+/// from which its hand-offs are fast (docs/analysis.md section 5.2): its
+/// speed-ups read low, and a line's "no effect" cannot be told from a small
+/// real effect, so none is given.
+constexpr double fast_hand_offs_per_second = 20000.0;
 
 enum class PointKind { Throughput, Latency };
 enum class Baseline { Local, Pooled, Line };             // the option (docs/analysis.md section 4)
 enum class BaselineSource { None, Local, Pooled, Line };  // what an effect got
 enum class Label { Unmeasured, InsufficientData, Positive, Negative, NoEffect, Undecided };
+/// Why a line's label was withheld for good (it is then Undecided, with no
+/// experiments needed): its point's cores were contended (section 5.1), or
+/// its hand-offs fast, and the label "no effect" (section 5.2).
+enum class Withheld { No, CoresContended, FastHandOffs };
 
 /// "throughput" / "latency"; "local" / "pooled" / "line" / "none"; "positive", "no-effect", ...
 /// (the names used in reports and JSON).
@@ -56,6 +65,8 @@ const char* to_string(Baseline baseline);
 std::optional<Baseline> baseline_named(std::string_view name);
 const char* to_string(BaselineSource source);
 const char* to_string(Label label);
+/// "cores-contended" / "fast-hand-offs"; "" for Withheld::No.
+const char* to_string(Withheld withheld);
 
 /// One cell of the curve: all experiments on one line at one speedup step, for one point.
 struct SpeedupEstimate {
@@ -88,6 +99,7 @@ struct LineEffect {
   std::string point;  // progress point name
   PointKind kind = PointKind::Throughput;
   Label label = Label::Unmeasured;
+  Withheld withheld = Withheld::No;
   std::vector<SpeedupEstimate> curve;  // increasing line_speedup; s = 0 only from the line's own 0% runs
   double impact = 0.0;  // mean program speedup over the measured range (trapezoid)
   double impact_se = 0.0;
@@ -135,6 +147,9 @@ struct PointSummary {
   double cores_busy = undefined;
   double waiting_for_core = undefined;
   bool contended = false;  // threads waited for a core: no confident label
+  // The program's hand-offs over its 0% experiments (section 5.2); NaN without figures.
+  double hand_offs_per_second = undefined;
+  bool fast_hand_offs = false;  // at least fast_hand_offs_per_second: no "no effect"
 };
 
 /// Split-half agreement of a point's top lines (docs/analysis.md section 8).

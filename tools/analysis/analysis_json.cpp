@@ -169,6 +169,9 @@ void effect(Json& j, const LineEffect& e) {
   j.open('{');
   j.field("line", e.line).field("point", e.point).field("kind", to_string(e.kind));
   j.field("label", to_string(e.label));
+  j.key("withheld");
+  if (e.withheld == Withheld::No) j.null();
+  else j.string(to_string(e.withheld));
   j.newline(5);
   j.field("impact", e.impact).field("impact_se", e.impact_se);
   j.field("impact_low", e.impact_low).field("impact_high", e.impact_high);
@@ -213,6 +216,7 @@ void point_summary(Json& j, const PointSummary& p) {
   if (p.cores > 0) j.integer(p.cores);
   else j.null();
   j.field("cores_busy", p.cores_busy).field("waiting_for_core", p.waiting_for_core).field("contended", p.contended);
+  j.field("hand_offs_per_second", p.hand_offs_per_second).field("fast_hand_offs", p.fast_hand_offs);
   j.close('}');
 }
 

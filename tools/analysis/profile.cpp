@@ -151,6 +151,9 @@ std::optional<Experiment> parse_experiment(Fields& f) {
     e.cores_busy = *busy;
     e.waiting_for_core = *waiting;
   }
+  if (auto switches = f.lenient_count("voluntary-switches"); switches && *switches <= uint64_t(INT64_MAX)) {
+    e.voluntary_switches = static_cast<int64_t>(*switches);
+  }
   if (f.ok() && !(e.speedup >= 0.0 && e.speedup <= 1.0)) {
     f.fail(fmt::format("speedup {} outside [0, 1]", e.speedup));
   }

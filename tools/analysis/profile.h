@@ -35,6 +35,9 @@ struct Experiment {
   uint64_t cores = 0;
   double cores_busy = 0.0;
   double waiting_for_core = 0.0;
+  // The program's voluntary context switches over it (`voluntary-switches`):
+  // hand-offs between its threads and waits (section 5.2); -1 when the record has none.
+  int64_t voluntary_switches = -1;
   std::vector<ThroughputMeasurement> throughput;
   std::vector<LatencyMeasurement> latency;
 };

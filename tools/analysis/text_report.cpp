@@ -259,7 +259,7 @@ std::string note(const LineEffect& e) {
     case Label::Negative: return "slower";
     case Label::NoEffect: return "no effect";
     case Label::Undecided:
-      if (undecidable(e)) return "contended";
+      if (undecidable(e)) return e.withheld == Withheld::FastHandOffs ? "hand-offs" : "contended";
       return fmt::format("? +{} exps", compact_count(*e.experiments_needed));
     case Label::InsufficientData: return "too few exps";
     case Label::Unmeasured: break;
@@ -345,6 +345,7 @@ class Writer {
            << '\n';
     }
     contention(point, kind);
+    hand_offs(point, kind);
     verdict_summary(point, kind);
     out_ << '\n';
   }
@@ -358,6 +359,18 @@ class Writer {
                         "that frees CPU may speed this program up more than its experiments show, up to what the "
                         "cores allow (the JSON's \"bound\"), so no line gets a verdict.",
                         summary->waiting_for_core, summary->cores, summary->cores_busy));
+  }
+
+  // docs/analysis.md section 5.2: a point whose threads hand off fast.
+  void hand_offs(const std::string& point, PointKind kind) {
+    auto summary = std::find_if(a_.points.begin(), a_.points.end(),
+                                [&](const PointSummary& p) { return p.name == point && p.kind == kind; });
+    if (summary == a_.points.end() || summary->contended || !summary->fast_hand_offs) return;
+    warning(fmt::format("fast hand-offs: the program's threads stop to wait (for each other, or for I/O) ~{} times "
+                        "a second. A wake costs more after a long wait than after a short one, and the experiments "
+                        "keep the waits as long as they are, so speed-ups here read low (5-12 points at 50% on such "
+                        "programs) and no line is called \"no effect\" (\"hand-offs\" instead).",
+                        grouped(static_cast<uint64_t>(summary->hand_offs_per_second + 0.5))));
   }
 
   // "the 2 undecided lines: ~40 more experiments, ~25 s at this run's pace"
@@ -395,23 +408,27 @@ class Writer {
     auto summary = std::find_if(a_.points.begin(), a_.points.end(),
                                 [&](const PointSummary& p) { return p.name == point && p.kind == kind; });
     if (summary == a_.points.end() || summary->tested == 0) return;
-    size_t counts[4] = {};  // positive, negative, no effect, undecided: of the lines listed
+    size_t counts[5] = {};  // positive, negative, no effect, undecided, withheld for hand-offs: of the lines listed
     for (const LineEffect& e : a_.effects) {
       if (e.point != point || e.kind != kind) continue;
       switch (e.label) {
         case Label::Positive: ++counts[0]; break;
         case Label::Negative: ++counts[1]; break;
         case Label::NoEffect: ++counts[2]; break;
-        case Label::Undecided: counts[3] += !undecidable(e); break;
+        case Label::Undecided:
+          counts[3] += !undecidable(e);
+          counts[4] += e.withheld == Withheld::FastHandOffs;
+          break;
         default: break;
       }
     }
     // A contended point has no verdicts: contention() said why.
     if (!summary->contended) {
-      out_ << paint(wrap(fmt::format("settled: {} speed{} up, {} slow{} down, {} no effect, {} undecided, of {} "
+      const std::string hand_offs = counts[4] == 0 ? "" : fmt::format(", {} hand-offs", counts[4]);
+      out_ << paint(wrap(fmt::format("settled: {} speed{} up, {} slow{} down, {} no effect, {} undecided{}, of {} "
                                      "tested (false discovery rate {:.0f}%)",
                                      counts[0], counts[0] == 1 ? "s" : "", counts[1], counts[1] == 1 ? "s" : "",
-                                     counts[2], counts[3], plural(summary->tested, "line"),
+                                     counts[2], counts[3], hand_offs, plural(summary->tested, "line"),
                                      false_discovery_rate * 100.0),
                          width_),
                     ansi::dim)
