@@ -316,6 +316,7 @@ function pointVerdicts(a: Analysis, p: PointSummary): HTMLElement | null {
   const mine = a.effects.filter((e) => e.point === p.name && e.kind === p.kind);
   if (!mine.some((e) => e.measured)) return null;
   const n = (label: string) => mine.filter((e) => e.label === label).length;
+  const handOffs = mine.filter((e) => e.withheld === "fast-hand-offs").length;
   const settled = p.contended
     ? h(
         "div",
@@ -337,9 +338,24 @@ function pointVerdicts(a: Analysis, p: PointSummary): HTMLElement | null {
               `the program are expected to be wrong. A line needs ${minSettleExperiments} experiments at a non-zero speedup before any verdict; ` +
               `"no effect" means any effect is within ±${settleHalfWidth * 100}%.`,
           },
-          `settled: ${count(n("positive"))} speed up, ${count(n("negative"))} slow down, ${count(n("no-effect"))} no effect, ${count(n("undecided"))} undecided of ${count(p.tested)} tested`,
+          `settled: ${count(n("positive"))} speed up, ${count(n("negative"))} slow down, ${count(n("no-effect"))} no effect, ` +
+            `${count(n("undecided") - handOffs)} undecided${handOffs > 0 ? `, ${count(handOffs)} hand-offs` : ""} of ${count(p.tested)} tested`,
         )
       : h("div", { class: "settled" }, "no line tested yet: too few experiments to estimate the noise");
+  const fast =
+    !p.contended && p.fast_hand_offs
+      ? h(
+          "div",
+          {
+            class: "settled hand-offs",
+            title:
+              "docs/analysis.md §5.2: in the 0% experiments the program's threads gave up their core to wait for each other this often (voluntary context switches). " +
+              "A wake costs more after a long wait than after a short one, and the experiments keep the waits as long as in the measured program: speed-ups here read low " +
+              "(5-12 points at 50% on such programs), and no line is called \"no effect\".",
+          },
+          `fast hand-offs: ${count(Math.round(p.hand_offs_per_second ?? 0))} a second: speed-ups read low, no "no effect" verdicts`,
+        )
+      : null;
   const st = a.stability.find((s) => s.name === p.name && s.kind === p.kind);
   const stable = st
     ? h(
@@ -359,6 +375,7 @@ function pointVerdicts(a: Analysis, p: PointSummary): HTMLElement | null {
     { class: "stat point-stat", "data-point": p.name },
     h("div", { class: "label", title: `progress point ${p.name} (${p.kind})` }, `${p.kind === "latency" ? "latency · " : ""}${shortLocation(p.name).short}`),
     settled,
+    fast,
     toSettle(a, mine),
     p.tested > 0 ? experimentsStopped(a) : null,
     stable,
@@ -506,7 +523,7 @@ const effectsByCard = new WeakMap<Element, LineEffect>();
 
 // Undecided because it has too few experiments at a non-zero speedup for any verdict.
 const thin = (e: LineEffect) => e.label === "undecided" && e.measured_experiments < minSettleExperiments;
-// Undecided for good: a line of a contended point (docs/analysis.md section 5.1), which more experiments would not settle.
+// Undecided for good: a line of a contended point (docs/analysis.md section 5.1), or one whose "no effect" was withheld for fast hand-offs (5.2): more experiments would not settle it.
 const undecidable = (e: LineEffect) => e.label === "undecided" && e.experiments_needed === null;
 // Unmeasured because every speedup of it inserted no delay (docs/analysis.md section 2).
 const rarelyRuns = (e: LineEffect) => e.label === "unmeasured" && e.untreated_experiments > 0;
@@ -522,6 +539,14 @@ function verdict(e: LineEffect, p: PointSummary | undefined): { text: string; wh
     case "no-effect":
       return { text: "no measurable effect", why: `Its effect at a 50% line speedup is estimated within ±${settleHalfWidth * 100}%, and its impact known to within ±${settleHalfWidth * 100}% (its 90% confidence sequence: two one-sided tests at 5%): too small to be worth a change, even where the interval excludes 0.` };
     case "undecided":
+      if (undecidable(e) && e.withheld === "fast-hand-offs") {
+        return {
+          text: "fast hand-offs: no verdict of no effect",
+          why:
+            "Its experiments find no effect, but this program's threads wait for each other many times a second, and there its experiments read speed-ups low: " +
+            "each wake costs more after a long wait than after a short one, and the experiments keep the waits long (docs/analysis.md §5.2). A small effect, or a slow-down, cannot be told from none here.",
+        };
+      }
       if (undecidable(e)) {
         return {
           text: "cores contended: no verdict",

@@ -4,7 +4,7 @@
 // `coz report --json` (§11), snake_case keys and all; undefined numbers are null.
 import { Experiment, Profile, SamplingTotals } from "./profile";
 import { Callee, conventionalProfile, ConventionalProfile } from "./conventional";
-import { contendedWaitingThreads, falseDiscoveryRate, lineDispersionPriorDof, minSettleExperiments, settleHalfWidth, speedupStepsPerUnit, z95 } from "./constants";
+import { contendedWaitingThreads, falseDiscoveryRate, fastHandOffsPerSecond, lineDispersionPriorDof, minSettleExperiments, settleHalfWidth, speedupStepsPerUnit, z95 } from "./constants";
 import { compareStrings, kindRank } from "./order";
 import { splitHalfStability, Stability } from "./stability";
 import { anytimeHalfWidth, decide, ranksBefore } from "./verdicts";
@@ -34,6 +34,9 @@ export interface CurvePoint {
   raw: number[];
 }
 
+/** Why a line's label was withheld for good: its point's cores were contended (§5.1), or its hand-offs fast and the label "no effect" (§5.2). */
+export type Withheld = "cores-contended" | "fast-hand-offs";
+
 export interface LineEffect {
   line: string;
   point: string;
@@ -55,6 +58,7 @@ export interface LineEffect {
   p_value: number | null; // anytime-valid (1 / e-value), of the impact; null when not tested (§7)
   adjusted_low: number | null; // a discovery's interval, widened for the false discovery rate; null otherwise
   adjusted_high: number | null;
+  withheld: Withheld | null; // why an undecided label is for good (§5.1, §5.2)
   samples: number;
   sample_share: number;
   function: string;
@@ -84,6 +88,8 @@ export interface PointSummary {
   cores_busy: number | null;
   waiting_for_core: number | null;
   contended: boolean; // threads waited for a core: no confident label
+  hand_offs_per_second: number | null; // §5.2: over the 0% experiments with a switch count
+  fast_hand_offs: boolean; // at least fastHandOffsPerSecond: no "no effect"
 }
 
 /** The `sampling` totals as the JSON has them; the two times are null when no record had them. */
@@ -431,17 +437,40 @@ function coreBound(summary: PointSummary, s: number, f: number | null): number |
   return 1 - (summary.cores_busy / summary.cores) * (1 - s * f);
 }
 
-/** §5.1: in a contended point no line gets a confident label. */
-function withholdLabels(effects: LineEffect[], summary: PointSummary) {
-  if (!summary.contended) return;
-  for (const e of effects) {
-    if (e.label !== "positive" && e.label !== "negative" && e.label !== "no-effect" && e.label !== "undecided") continue;
-    e.label = "undecided";
-    e.experiments_needed = null;
-    e.adjusted_low = e.adjusted_high = null;
+/** §5.2: the program's hand-offs, over the same 0% observations (a speedup's pauses make threads wait for each other). */
+function summarizeHandOffs(p: PointData, summary: PointSummary) {
+  let switches = 0;
+  let seconds = 0;
+  for (const i of p.zeros) {
+    const e = p.readings[i].experiment;
+    if (e.voluntarySwitches === null) continue;
+    switches += e.voluntarySwitches;
+    seconds += e.durationNs / 1e9;
   }
-  summary.discoveries = 0;
-  summary.adjusted_level = null;
+  if (seconds <= 0) return;
+  summary.hand_offs_per_second = switches / seconds;
+  summary.fast_hand_offs = summary.hand_offs_per_second >= fastHandOffsPerSecond;
+}
+
+function withhold(e: LineEffect, why: Withheld) {
+  e.label = "undecided";
+  e.withheld = why;
+  e.experiments_needed = null;
+}
+
+/** §5.1: in a contended point no line gets a confident label. §5.2: where hand-offs are fast, no line is "no effect" (its statistics stay). */
+function withholdLabels(effects: LineEffect[], summary: PointSummary) {
+  if (summary.contended) {
+    for (const e of effects) {
+      if (e.label !== "positive" && e.label !== "negative" && e.label !== "no-effect" && e.label !== "undecided") continue;
+      withhold(e, "cores-contended");
+      e.adjusted_low = e.adjusted_high = null;
+    }
+    summary.discoveries = 0;
+    summary.adjusted_level = null;
+  } else if (summary.fast_hand_offs) {
+    for (const e of effects) if (e.label === "no-effect") withhold(e, "fast-hand-offs");
+  }
 }
 
 function makeEffect(
@@ -475,6 +504,7 @@ function makeEffect(
     p_value: null,
     adjusted_low: null,
     adjusted_high: null,
+    withheld: null,
     samples: 0,
     sample_share: 0,
     function: "",
@@ -647,8 +677,11 @@ function causalEffects(experiments: Experiment[], mode: BaselineMode, only: stri
       cores_busy: null,
       waiting_for_core: null,
       contended: false,
+      hand_offs_per_second: null,
+      fast_hand_offs: false,
     };
     summarizeCores(p, summary);
+    summarizeHandOffs(p, summary);
     // Verdicts are over every line of the point, whatever the filters keep.
     const all = [...p.lines].map(([line, cells]) => makeEffect(p, line, cells, lineDispersion(phi, lines.get(line)), mode, summary, cpuShares(line)));
     decide(all, summary);

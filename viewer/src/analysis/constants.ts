@@ -14,3 +14,4 @@ export const equivalenceMixtureScale = 0.025; // §7: the no-effect test's own s
 export const lineDispersionPriorDof = 10; // §3: a line's own dispersion is shrunk toward its point's as if the point's were this many more degrees of freedom
 export const stabilityTop = 5; // split-half stability compares this many top lines per point
 export const contendedWaitingThreads = 0.1; // §5.1: threads waiting for a core, on average, that make a point contended
+export const fastHandOffsPerSecond = 20000; // §5.2: voluntary switches per second, in the 0% experiments, from which a point's hand-offs are fast

@@ -26,6 +26,8 @@ export interface Experiment {
   cores: number;
   coresBusy: number;
   waitingForCore: number;
+  /** §5.2: the program's voluntary context switches over it (its hand-offs); null without a valid count. */
+  voluntarySwitches: number | null;
   source: string; // file the experiment was read from
   throughput: ThroughputMeasurement[];
   latency: LatencyMeasurement[];
@@ -216,6 +218,7 @@ function parseExperiment(f: Fields, source: string): Experiment | null {
     cores: 0,
     coresBusy: 0,
     waitingForCore: 0,
+    voluntarySwitches: f.lenientCount("voluntary-switches"),
     source,
     throughput: [],
     latency: [],
