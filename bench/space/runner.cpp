@@ -237,7 +237,11 @@ void predict(const RunnerConfig& config, const SpaceProgram& p, LineRow& row) {
     return;
   }
   for (const json::Value& point : (*analysis)["points"].array)
-    if (point["name"].str() == (*effect)["point"].str()) row.contended = point["contended"].boolean;
+    if (point["name"].str() == (*effect)["point"].str()) {
+      row.contended = point["contended"].boolean;
+      row.hand_offs = point["hand_offs_per_second"].num();
+      row.fast_hand_offs = point["fast_hand_offs"].boolean;
+    }
   for (const json::Value& point : (*effect)["curve"].array) {
     if (std::fabs(point["line_speedup"].num() - 0.5) > 1e-9) continue;
     row.predicted = point["program_speedup"].num();
@@ -281,12 +285,14 @@ void append_row(const std::string& path, const LineRow& row) {
       "{{\"program\":{},\"structure\":{},\"description\":{},\"marker\":{},\"location\":{},\"base_rate\":{},"
       "\"cores_busy\":{},\"waiting_for_core\":{},"
       "\"truth\":{},\"truth_half_width\":{},\"truth_rounds\":{},\"predicted\":{},\"predicted_half_width\":{},"
-      "\"predicted_experiments\":{},\"contended\":{},\"steal\":{},\"label\":{},\"error\":{}}}\n",
+      "\"predicted_experiments\":{},\"contended\":{},\"hand_offs\":{},\"fast_hand_offs\":{},\"steal\":{},"
+      "\"label\":{},\"error\":{}}}\n",
       row.program, json_string(row.structure), json_string(row.description), json_string(row.marker),
       json_string(row.location), number_or_null(row.base_rate), number_or_null(row.cores_busy),
       number_or_null(row.waiting_for_core), number_or_null(row.truth),
       number_or_null(row.truth_half_width), row.truth_rounds, number_or_null(row.predicted),
-      number_or_null(row.predicted_half_width), row.predicted_experiments, row.contended ? "true" : "false", number_or_null(row.steal),
+      number_or_null(row.predicted_half_width), row.predicted_experiments, row.contended ? "true" : "false", number_or_null(row.hand_offs),
+      row.fast_hand_offs ? "true" : "false", number_or_null(row.steal),
       json_string(row.label), json_string(row.error));
 }
 
@@ -361,12 +367,15 @@ Summary summarize(const std::vector<LineRow>& rows, double truth_max_half_width)
     if (row.false_verdict()) ++s.false_verdicts;
     if (std::isnan(row.predicted)) continue;
     ++s.predicted_rows;
-    s.open_predicted_rows += !row.contended;
-    if (row.covered()) ++s.covered, s.open_covered += !row.contended;
+    const bool open = !row.contended, slow = open && !row.fast_hand_offs;
+    s.open_predicted_rows += open;
+    s.slow_predicted_rows += slow;
+    if (row.covered()) ++s.covered, s.open_covered += open, s.slow_covered += slow;
     if (!row.truth_steady(truth_max_half_width)) continue;
     ++s.steady_rows;
-    s.open_steady_rows += !row.contended;
-    if (std::fabs(row.error_points()) <= 5) ++s.within, s.open_within += !row.contended;
+    s.open_steady_rows += open;
+    s.slow_steady_rows += slow;
+    if (std::fabs(row.error_points()) <= 5) ++s.within, s.open_within += open, s.slow_within += slow;
   }
   return s;
 }
@@ -386,12 +395,16 @@ std::vector<std::string> Summary::lines() const {
                   "({}), coverage {} of {} ({})",
                   open_within, open_steady_rows, share(open_within, open_steady_rows), open_covered, open_predicted_rows,
                   share(open_covered, open_predicted_rows)),
+      fmt::format("of those, programs whose hand-offs it did not call fast: within 5 points {} of {} ({}), coverage {} of "
+                  "{} ({})",
+                  slow_within, slow_steady_rows, share(slow_within, slow_steady_rows), slow_covered, slow_predicted_rows,
+                  share(slow_covered, slow_predicted_rows)),
   };
 }
 
 std::string render_rows(const std::vector<LineRow>& rows, double truth_max_half_width) {
   coz_bench::Table steady, wide;
-  const std::vector<std::string> header = {"#", "program", "rate /s", "cores busy, waiting", "line", "truth ±95%", "predicted @50% ±95%",
+  const std::vector<std::string> header = {"#", "program", "rate /s", "cores busy, waiting", "hand-offs /s", "line", "truth ±95%", "predicted @50% ±95%",
                                            "error", "within 5", "covered", "default run", "note"};
   steady.header = wide.header = header;
   for (const LineRow& row : rows) {
@@ -400,13 +413,15 @@ std::string render_rows(const std::vector<LineRow>& rows, double truth_max_half_
         row.description,
         fmt::format("{:.0f}", row.base_rate),
         fmt::format("{:.2f}, {:.2f}", row.cores_busy, row.waiting_for_core),
+        std::isnan(row.hand_offs) ? "n/a" : fmt::format("{:.0f}", row.hand_offs),
         fmt::format("{} ({})", row.marker, row.location),
         points(row.truth, row.truth_half_width),
         points(row.predicted, row.predicted_half_width),
         std::isnan(row.error_points()) ? "n/a" : fmt::format("{:+.1f}", row.error_points()),
         yes_no(std::fabs(row.error_points()) <= 5),
         yes_no(row.covered()),
-        row.label + (row.false_verdict() ? " (FALSE)" : "") + (row.contended ? ", contended" : ""),
+        row.label + (row.false_verdict() ? " (FALSE)" : "") + (row.contended ? ", contended" : "") +
+            (!row.contended && row.fast_hand_offs ? ", fast hand-offs" : ""),
         row.error,
     };
     (row.truth_steady(truth_max_half_width) || std::isnan(row.truth) ? steady : wide).rows.push_back(cells);
@@ -442,6 +457,8 @@ std::vector<LineRow> read_rows(const std::string& path) {
     r.predicted_half_width = (*v)["predicted_half_width"].num();
     r.predicted_experiments = int((*v)["predicted_experiments"].num());
     r.contended = (*v)["contended"].boolean;
+    r.hand_offs = (*v)["hand_offs"].num();
+    r.fast_hand_offs = (*v)["fast_hand_offs"].boolean;
     r.steal = (*v)["steal"].num();
     r.label = (*v)["label"].str();
     r.error = (*v)["error"].str();

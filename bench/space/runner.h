@@ -50,6 +50,8 @@ struct LineRow {
   double predicted_half_width = kNaN;
   int predicted_experiments = 0;
   bool contended = false;           // the prediction's report found threads waiting for cores (no verdicts)
+  double hand_offs = kNaN;          // the prediction's report: the program's voluntary switches per second
+  bool fast_hand_offs = false;      // and it called them fast (no "no effect")
   double steal = 0;                 // share of the machine a hypervisor took during the prediction's run
   std::string label = "absent";     // the default run's label of the line ("positive", ...)
   std::string error;                // what went wrong, if anything
@@ -70,6 +72,8 @@ struct Summary {
   int confident_rows = 0;  // labelled positive, negative or no-effect
   // The same over the rows of programs whose report did not call them contended.
   int open_steady_rows = 0, open_within = 0, open_predicted_rows = 0, open_covered = 0;
+  // And over those it called neither contended nor fast in hand-offs.
+  int slow_steady_rows = 0, slow_within = 0, slow_predicted_rows = 0, slow_covered = 0;
   std::vector<std::string> lines() const;  // "within 5 points: 95 of 100 (95.0%)", ...
 };
 
