@@ -512,6 +512,52 @@ TEST_F(IntegrationTest, PipelineConsumerLineRanksFirst) {
 }
 
 // --------------------------------------------------------------------------
+// Hand-offs (docs/analysis.md section 5.2): the runtime counts the program's
+// voluntary switches over each experiment, and the report says where they
+// are fast. A pool of one worker fed 1.5 us items by a dispatcher through a
+// queue of 11 (bench/space, seed 501288367's #3) switches ~50,000 times a
+// second plain, and read 10 points low at 50% with a false "no effect"; the
+// pipeline above switches ~2,200 times a second (the consumer's waits).
+// Wide margins: the threshold is 20,000, the rates 2.5x above and 9x below.
+// --------------------------------------------------------------------------
+TEST_F(IntegrationTest, FastHandOffsAreCountedAndSaid) {
+  auto run = [&](const std::vector<std::string>& program) {
+    std::filesystem::remove(profile_path());
+    const ProcessResult process = coz_run(profile_path(), {}, program, scratch_);
+    EXPECT_TRUE(process.exited && process.exit_status == 0) << describe(process);
+    return read_profile(profile_path());
+  };
+  std::optional<analysis::Profile> pool =
+      run({SPACE_POOL_EXE, "seconds=4", "workers=1", "capacity=11", "dispatch=1.5", "task=3.7"});
+  ASSERT_TRUE(pool) << "no profile written";
+  size_t counted = 0;
+  for (const analysis::Experiment& e : pool->experiments) counted += e.voluntary_switches >= 0;
+  EXPECT_EQ(counted, pool->experiments.size()) << "every experiment has its count";
+  analysis::Analysis fast = analysis::analyze(*pool);
+  ASSERT_FALSE(fast.points.empty()) << describe_experiments(*pool);
+  for (const analysis::PointSummary& p : fast.points) {
+    std::cerr << "[ hand-offs] pool, " << p.name << ": " << p.hand_offs_per_second << " a second\n";
+    EXPECT_TRUE(p.fast_hand_offs) << p.name << ": " << p.hand_offs_per_second << " a second";
+    for (const analysis::LineEffect& e : fast.effects) {
+      EXPECT_NE(e.label, analysis::Label::NoEffect) << e.line << ": no \"no effect\" where hand-offs are fast";
+    }
+  }
+  const ProcessResult report = run_process({COZ_EXE, "report", "--no-color", profile_path()}, scratch_);
+  EXPECT_NE(report.out.find("fast hand-offs: the program's threads stop to wait"), std::string::npos)
+      << report.out;
+
+  std::optional<analysis::Profile> pipeline = run({PIPELINE_EXE, "-n", std::to_string(scaled(kPipelineItems) / 2)});
+  ASSERT_TRUE(pipeline) << "no profile written";
+  analysis::Analysis slow = analysis::analyze(*pipeline);
+  ASSERT_FALSE(slow.points.empty()) << describe_experiments(*pipeline);
+  for (const analysis::PointSummary& p : slow.points) {
+    std::cerr << "[ hand-offs] pipeline, " << p.name << ": " << p.hand_offs_per_second << " a second\n";
+    EXPECT_GT(p.hand_offs_per_second, 200.0) << p.name << ": the consumer's waits are counted";
+    EXPECT_FALSE(p.fast_hand_offs) << p.name << ": " << p.hand_offs_per_second << " a second";
+  }
+}
+
+// --------------------------------------------------------------------------
 // lock_contention: 4 workers, each iteration outside_work 0.25 ms then
 // critical_work 0.75 ms under one mutex. The lock serializes: throughput =
 // 1/0.75 ms. s = 50% on critical_work: measured 48.5% (50% in
