@@ -50,9 +50,10 @@ int64_t go_g_tls_offset(const ElfFile& file) {
   return 0;
 }
 
-uint64_t go_exit_function(const ElfFile& file) {
+uint64_t go_assembly_function(const ElfFile& file, const std::string& name) {
+  const std::string abi0 = name + ".abi0";
   for (const FunctionSymbol& symbol : function_symbols(file)) {
-    if (symbol.name == "runtime.exit.abi0" || symbol.name == "runtime.exit") return symbol.begin;
+    if (symbol.name == abi0 || symbol.name == name) return symbol.begin;
   }
   return 0;
 }

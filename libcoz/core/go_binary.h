@@ -27,9 +27,10 @@ bool is_go_program_without_cgo(const ElfFile& file);
 /// Go's assembly (sha256's, say) uses R14 for its own. 0 if unknown.
 int64_t go_g_tls_offset(const ElfFile& file);
 
-/// The file address of runtime.exit (Go's raw exit_group; its ABI0 body,
-/// runtime.exit.abi0, in releases with the register ABI), 0 if the symbols
-/// do not say (a binary built with -ldflags=-s).
-uint64_t go_exit_function(const ElfFile& file);
+/// The file address of the Go assembly function `name` (runtime.exit, Go's
+/// raw exit_group; runtime.futex): its ABI0 body, `name`.abi0, in releases
+/// with the register ABI. 0 if the symbols do not say (a binary built with
+/// -ldflags=-s).
+uint64_t go_assembly_function(const ElfFile& file, const std::string& name);
 
 }  // namespace coz

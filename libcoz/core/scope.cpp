@@ -37,10 +37,12 @@ bool SourceScope::contains(std::string_view file) const {
 bool is_system_source(std::string_view file) {
   // /usr/local/go/src/: Go's standard library and runtime as go.dev's
   // archive installs them (Debian's are under /usr/lib/go-1.xx/src/).
-  // /_/runtime/cgo/: the C part of Go's runtime/cgo, as older Go releases name it.
-  static constexpr std::string_view prefixes[] = {"/usr/include/", "/usr/lib/",          "/usr/local/include/",
-                                                  "/usr/src/",     "/rustc/",            "/usr/local/go/src/",
-                                                  "/_/runtime/cgo/", "<"};
+  // /_/runtime/cgo/: the C part of Go's runtime/cgo, as older Go releases
+  // name it; /_/GOROOT/src/: as Go 1.26 names it (gcc_amd64.S's crosscall
+  // frames ranked third in a net/http program's report).
+  static constexpr std::string_view prefixes[] = {"/usr/include/",   "/usr/lib/",         "/usr/local/include/",
+                                                  "/usr/src/",       "/rustc/",           "/usr/local/go/src/",
+                                                  "/_/runtime/cgo/", "/_/GOROOT/src/",    "<"};
   for (auto prefix : prefixes) {
     if (file.substr(0, prefix.size()) == prefix) return true;
   }

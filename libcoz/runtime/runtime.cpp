@@ -21,6 +21,7 @@
 #include "file_line.h"
 #include "go_binary.h"
 #include "go_exit.h"
+#include "go_wait.h"
 #include "sample_handler.h"
 #include "log.h"
 #include "profiler.h"
@@ -132,10 +133,16 @@ bool prepare_for_go(const std::string& main_executable) {
   if (!file || !is_go_program(*file)) return false;
   if (is_go_program_without_cgo(*file)) return true;
   sample_handler::set_go_program(go_g_tls_offset(*file));
-  const uint64_t exit_function = go_exit_function(*file);
-  if (exit_function == 0 || !redirect_go_exit(exit_function + main_executable_bias(), &stop)) {
+  const uint64_t bias = main_executable_bias();
+  const uint64_t exit_function = go_assembly_function(*file, "runtime.exit");
+  if (exit_function == 0 || !redirect_go_exit(exit_function + bias, &stop)) {
     log::info("{}: its runtime.exit is not the one known: the profile's last records are lost at its exit",
               main_executable);
+  }
+  const uint64_t futex_function = go_assembly_function(*file, "runtime.futex");
+  if (futex_function == 0 || !redirect_go_futex(futex_function + bias)) {
+    log::warn("{}: its runtime.futex is not the one known (or its symbols were stripped): the experiments cannot "
+              "see its threads' waits and wakes, and its impacts are not to be trusted", main_executable);
   }
   return false;
 }

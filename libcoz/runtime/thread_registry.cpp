@@ -14,6 +14,7 @@
 #include "breakpoints.h"
 #include "core_use.h"
 #include "descriptors.h"
+#include "go_wait.h"
 #include "no_destroy.h"
 #include "log.h"
 #include "real.h"
@@ -123,6 +124,7 @@ LockedThreadList::~LockedThreadList() { g_list_lock.unlock(); }
   pthread_once(&g_exit_key_once, &make_exit_key);
   pthread_setspecific(g_exit_key, t);  // non-null value: the destructor runs at thread exit
   install_signal_stack(*t);  // before its first sample
+  give_go_call_stack();      // in a Go program: for its futex calls (go_wait.h)
   unblock_sample_signals();
   tls_thread = t;
   g_live_threads.fetch_add(1, std::memory_order_relaxed);
@@ -170,6 +172,7 @@ void reset_live_threads_after_fork() {
   tls_thread = nullptr;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   remove_signal_stack(*t);  // a signal from now on runs its handler on the thread's stack
+  take_go_call_stack();
   delete t;
   g_live_threads.fetch_sub(1, std::memory_order_acq_rel);
 }

@@ -26,7 +26,7 @@ COZ_RECORDS = {
 }
 # Keys of ours on Coz's records (docs/profile-format.md, "Our additions").
 OUR_KEYS = {
-    "experiment": {"pid", "end", "cores", "cores_busy", "waiting_for_core"},
+    "experiment": {"pid", "end", "cores", "cores_busy", "waiting_for_core", "voluntary_switches"},
     "latency-point": {"mean_in_flight"},
     "samples": {"function"},
 }

@@ -26,6 +26,9 @@ TEST(Scope, DefaultSourceScopeExcludesSystemSources) {
   EXPECT_TRUE(s.contains("/home/me/app/main.cpp"));
   EXPECT_FALSE(s.contains("/usr/include/c++/12/bits/stl_vector.h"));
   EXPECT_FALSE(s.contains("/rustc/90b35a6239c3d8bdabc530a6a0816f7ff89a0aaf/library/core/src/iter.rs"));
+  // The C part of Go's runtime/cgo: Go 1.19-1.22 and Go 1.26 name it so.
+  EXPECT_FALSE(s.contains("/_/runtime/cgo/gcc_amd64.S"));
+  EXPECT_FALSE(s.contains("/_/GOROOT/src/runtime/cgo/gcc_amd64.S"));
   EXPECT_FALSE(s.contains("/root/.cargo/registry/src/index.crates.io-6f17d22bba15001f/coz-0.1.3/src/lib.rs"));
   EXPECT_FALSE(s.contains("<built-in>"));
 }

@@ -1,0 +1,168 @@
+#include "go_wait.h"
+
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "sys.h"
+#include "wait.h"
+
+// The calling thread's stack for the runtime's side of a redirected futex
+// call: its top (0: none, the call goes straight to the kernel) and whether
+// a call is on it now (a signal handler's nested call then goes straight to
+// the kernel too). Initial-exec TLS, read by the entry below with %fs: the
+// runtime is preloaded, so its TLS is in the static block.
+extern "C" {
+struct CozGoCallStack {
+  uint64_t top;
+  uint64_t busy;
+};
+__attribute__((visibility("hidden"), tls_model("initial-exec"))) __thread CozGoCallStack coz_go_call_stack;
+
+/// The runtime's side of runtime.futex, on the thread's own stack (SysV
+/// ABI): the bracketing of syscall(SYS_futex, ...) in interpose.cpp for the
+/// two operations Go uses. Returns what the kernel did (-errno on failure),
+/// as runtime.futex does.
+__attribute__((visibility("hidden"), used)) long coz_go_futex(uint64_t addr, uint64_t op, uint64_t val, uint64_t ts,
+                                                            uint64_t addr2, uint64_t val3, const void* caller) {
+  auto futex = [&] {
+    return coz::sys::raw_syscall6(SYS_futex, static_cast<long>(addr), static_cast<long>(op & 0xffffffff),
+                                  static_cast<long>(val & 0xffffffff), static_cast<long>(ts),
+                                  static_cast<long>(addr2), static_cast<long>(val3 & 0xffffffff));
+  };
+  const int command = static_cast<int>(op) & FUTEX_CMD_MASK;
+  if (command == FUTEX_WAKE) {
+    coz::catch_up();
+    return futex();
+  }
+  if (command != FUTEX_WAIT) return futex();
+  coz::Wait wait(coz::WaitKind::Futex, coz::Wait::Entry::PayFirst, caller);
+  const long ret = futex();
+  // Woken by a FUTEX_WAKE of the program, or not blocked at all (the value
+  // had changed): skip; a timeout or a signal pays.
+  wait.done(ret == 0 || ret == -EAGAIN);
+  return ret;
+}
+}
+
+// Entered by a jump from runtime.futex, on its Go caller's stack: the
+// return address at 0(%rsp), the arguments at 8..40(%rsp) and the result
+// at 48(%rsp) (Go's ABI0, which lets a callee clobber every register but
+// %rsp). %r12 keeps the Go stack pointer across the call (callee-saved in
+// the C ABI).
+__asm__(R"(
+  .text
+  .globl coz_go_futex_entry
+  .hidden coz_go_futex_entry
+  .type coz_go_futex_entry, @function
+coz_go_futex_entry:
+  movq %rsp, %r12
+  movq coz_go_call_stack@gottpoff(%rip), %r11
+  movq %fs:(%r11), %rax
+  testq %rax, %rax
+  jz 1f
+  cmpq $0, %fs:8(%r11)
+  jne 1f
+  movq $1, %fs:8(%r11)
+  movq %rax, %rsp
+  movq 8(%r12), %rdi
+  movl 16(%r12), %esi
+  movl 20(%r12), %edx
+  movq 24(%r12), %rcx
+  movq 32(%r12), %r8
+  movl 40(%r12), %r9d
+  subq $16, %rsp
+  movq (%r12), %rax
+  movq %rax, (%rsp)
+  call coz_go_futex
+  movq coz_go_call_stack@gottpoff(%rip), %r11
+  movq $0, %fs:8(%r11)
+  movq %r12, %rsp
+  movl %eax, 48(%rsp)
+  ret
+1:
+  movq 8(%rsp), %rdi
+  movl 16(%rsp), %esi
+  movl 20(%rsp), %edx
+  movq 24(%rsp), %r10
+  movq 32(%rsp), %r8
+  movl 40(%rsp), %r9d
+  movl $202, %eax
+  syscall
+  movl %eax, 48(%rsp)
+  ret
+  .size coz_go_futex_entry, .-coz_go_futex_entry
+)");
+
+extern "C" void coz_go_futex_entry();
+
+namespace coz {
+namespace {
+
+// runtime.futex (runtime.futex.abi0) as Go's assembler writes it for
+// linux/amd64, 40 bytes: load the six arguments from the stack, SYS_futex,
+// syscall, store the result, ret.
+constexpr unsigned char go_futex_code[40] = {
+    0x48, 0x8b, 0x7c, 0x24, 0x08,  // mov 0x8(%rsp),%rdi
+    0x8b, 0x74, 0x24, 0x10,        // mov 0x10(%rsp),%esi
+    0x8b, 0x54, 0x24, 0x14,        // mov 0x14(%rsp),%edx
+    0x4c, 0x8b, 0x54, 0x24, 0x18,  // mov 0x18(%rsp),%r10
+    0x4c, 0x8b, 0x44, 0x24, 0x20,  // mov 0x20(%rsp),%r8
+    0x44, 0x8b, 0x4c, 0x24, 0x28,  // mov 0x28(%rsp),%r9d
+    0xb8, 0xca, 0x00, 0x00, 0x00,  // mov $SYS_futex,%eax
+    0x0f, 0x05,                    // syscall
+    0x89, 0x44, 0x24, 0x30,        // mov %eax,0x30(%rsp)
+    0xc3,                          // ret
+};
+
+// Deep enough for a payment's sleep and a wait's records; only the pages
+// touched are ever backed.
+constexpr size_t call_stack_size = 128 * 1024;
+
+std::atomic<bool> g_redirected{false};
+
+}  // namespace
+
+bool redirect_go_futex(uint64_t address) {
+  auto* code = reinterpret_cast<unsigned char*>(address);
+  if (address == 0 || std::memcmp(code, go_futex_code, sizeof go_futex_code) != 0) return false;
+  // movabs $coz_go_futex_entry, %rax; jmp *%rax: 12 bytes of the 40.
+  unsigned char jump[12] = {0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xe0};
+  const uint64_t target = reinterpret_cast<uint64_t>(&coz_go_futex_entry);
+  std::memcpy(jump + 2, &target, sizeof target);
+  const long page = sysconf(_SC_PAGESIZE);
+  const uint64_t first = address & ~static_cast<uint64_t>(page - 1);
+  const uint64_t length = address + sizeof jump - first;
+  void* pages = reinterpret_cast<void*>(first);
+  if (mprotect(pages, length, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return false;
+  std::memcpy(code, jump, sizeof jump);
+  mprotect(pages, length, PROT_READ | PROT_EXEC);
+  __builtin___clear_cache(reinterpret_cast<char*>(code), reinterpret_cast<char*>(code) + sizeof jump);
+  g_redirected.store(true, std::memory_order_release);
+  return true;
+}
+
+bool go_futex_redirected() { return g_redirected.load(std::memory_order_acquire); }
+
+void give_go_call_stack() {
+  if (!go_futex_redirected() || coz_go_call_stack.top != 0) return;
+  void* base = mmap(nullptr, call_stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) return;  // its calls go straight to the kernel
+  coz_go_call_stack.busy = 0;
+  coz_go_call_stack.top = reinterpret_cast<uint64_t>(base) + call_stack_size;
+}
+
+void take_go_call_stack() {
+  const uint64_t top = coz_go_call_stack.top;
+  if (top == 0) return;
+  coz_go_call_stack.top = 0;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // a handler's call from here on goes to the kernel
+  munmap(reinterpret_cast<void*>(top - call_stack_size), call_stack_size);
+}
+
+}  // namespace coz
