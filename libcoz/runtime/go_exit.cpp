@@ -1,12 +1,8 @@
 #include "go_exit.h"
 
-#include <sys/mman.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <cstring>
-
+#include "go_patch.h"
 #include "sys.h"
 
 namespace coz {
@@ -64,22 +60,8 @@ extern "C" void coz_go_exit_entry();
 namespace coz {
 
 bool redirect_go_exit(uint64_t address, void (*finish)()) {
-  auto* code = reinterpret_cast<unsigned char*>(address);
-  if (address == 0 || std::memcmp(code, go_exit_code, sizeof go_exit_code) != 0) return false;
-  // movabs $coz_go_exit_entry, %rax; jmp *%rax: 12 bytes, the size of the code it replaces.
-  unsigned char jump[12] = {0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xe0};
-  const uint64_t target = reinterpret_cast<uint64_t>(&coz_go_exit_entry);
-  std::memcpy(jump + 2, &target, sizeof target);
-  const long page = sysconf(_SC_PAGESIZE);
-  const uint64_t first = address & ~static_cast<uint64_t>(page - 1);
-  const uint64_t length = address + sizeof jump - first;
-  void* pages = reinterpret_cast<void*>(first);
-  if (mprotect(pages, length, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return false;
-  g_finish = finish;
-  std::memcpy(code, jump, sizeof jump);
-  mprotect(pages, length, PROT_READ | PROT_EXEC);
-  __builtin___clear_cache(reinterpret_cast<char*>(code), reinterpret_cast<char*>(code) + sizeof jump);
-  return true;
+  g_finish = finish;  // before the jump: a thread may exit at once
+  return redirect_go_function(address, go_exit_code, sizeof go_exit_code, reinterpret_cast<const void*>(&coz_go_exit_entry));
 }
 
 }  // namespace coz

@@ -3,12 +3,11 @@
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 
+#include "go_patch.h"
 #include "sys.h"
 #include "wait.h"
 
@@ -129,20 +128,10 @@ std::atomic<bool> g_redirected{false};
 }  // namespace
 
 bool redirect_go_futex(uint64_t address) {
-  auto* code = reinterpret_cast<unsigned char*>(address);
-  if (address == 0 || std::memcmp(code, go_futex_code, sizeof go_futex_code) != 0) return false;
-  // movabs $coz_go_futex_entry, %rax; jmp *%rax: 12 bytes of the 40.
-  unsigned char jump[12] = {0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xe0};
-  const uint64_t target = reinterpret_cast<uint64_t>(&coz_go_futex_entry);
-  std::memcpy(jump + 2, &target, sizeof target);
-  const long page = sysconf(_SC_PAGESIZE);
-  const uint64_t first = address & ~static_cast<uint64_t>(page - 1);
-  const uint64_t length = address + sizeof jump - first;
-  void* pages = reinterpret_cast<void*>(first);
-  if (mprotect(pages, length, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return false;
-  std::memcpy(code, jump, sizeof jump);
-  mprotect(pages, length, PROT_READ | PROT_EXEC);
-  __builtin___clear_cache(reinterpret_cast<char*>(code), reinterpret_cast<char*>(code) + sizeof jump);
+  if (!redirect_go_function(address, go_futex_code, sizeof go_futex_code,
+                            reinterpret_cast<const void*>(&coz_go_futex_entry))) {
+    return false;
+  }
   g_redirected.store(true, std::memory_order_release);
   return true;
 }
