@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
         if (final_stage) {
           sum ^= x;
           done.add();
-          COZ_PROGRESS_NAMED("item");
+          COZ_PROGRESS_NAMED("item");  // @line:item_counted
         } else {
           queues[k].push({x, last});
         }

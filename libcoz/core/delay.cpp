@@ -37,12 +37,16 @@ void raise_local(ThreadLedger& t, uint64_t value) {
 
 }  // namespace
 
-void DelayLedger::begin_experiment(uint64_t delay_per_sample_ns) {
+void DelayLedger::begin_experiment(uint64_t delay_per_sample_ns, uint64_t delay_per_trap_sample_ns) {
   counts_->forgive_below.store(counts_->global.load(std::memory_order_acquire), std::memory_order_release);
   counts_->delay_per_sample.store(delay_per_sample_ns, std::memory_order_release);
+  counts_->delay_per_trap_sample.store(delay_per_trap_sample_ns, std::memory_order_release);
 }
 
-void DelayLedger::end_experiment() { counts_->delay_per_sample.store(0, std::memory_order_release); }
+void DelayLedger::end_experiment() {
+  counts_->delay_per_sample.store(0, std::memory_order_release);
+  counts_->delay_per_trap_sample.store(0, std::memory_order_release);
+}
 
 void DelayLedger::start_thread(ThreadLedger& child, uint64_t creator_local) const {
   child.local.store(creator_local, std::memory_order_relaxed);
@@ -54,6 +58,14 @@ void DelayLedger::start_thread(ThreadLedger& child, uint64_t creator_local) cons
 
 uint64_t DelayLedger::credit_sample(ThreadLedger& t) {
   uint64_t d = counts_->delay_per_sample.load(std::memory_order_relaxed);
+  if (d == 0) return 0;
+  t.local.fetch_add(d, std::memory_order_relaxed);
+  counts_->global.fetch_add(d, std::memory_order_acq_rel);
+  return d;
+}
+
+uint64_t DelayLedger::credit_trap_sample(ThreadLedger& t, uint64_t samples) {
+  const uint64_t d = counts_->delay_per_trap_sample.load(std::memory_order_relaxed) * samples;
   if (d == 0) return 0;
   t.local.fetch_add(d, std::memory_order_relaxed);
   counts_->global.fetch_add(d, std::memory_order_acq_rel);

@@ -574,7 +574,11 @@ void Profiler::begin(const ExperimentChoice& choice) {
   rt_.points.for_each([](ProgressPoint& p) { open_window(p); });
   rt_.experiment.selected_samples.store(0, std::memory_order_relaxed);
   if (system_) system_->announce_selection(choice.name, period);
-  rt_.ledger.begin_experiment(ExperimentScheduler::delay_per_sample(speedup, period));
+  // A sample in a breakpoint's trap stands for one period in force
+  // (credit_trap_sample); not where every experiment is a 0% one, whose
+  // samples no thread's handler sees.
+  const uint64_t trap_delay = rt_.breakpoints.count > 0 && !rt_.config.only_baselines() ? period : 0;
+  rt_.ledger.begin_experiment(ExperimentScheduler::delay_per_sample(speedup, period), trap_delay);
   rt_.experiment.selected.store(line, std::memory_order_release);
   if (system_) system_->announce(true);
 }

@@ -144,13 +144,21 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   // A kernel-time sampler's sample stands for `weight` configured periods
   // (kernel_period_ns): each counts that many times, and credits the
   // delays of `weight` x `rate` user samples.
-  if (in_breakpoint_trap(rt, regs)) return;
   const bool kernel_sampler = source == SampleSource::KernelTime;
   const bool in_kernel = source != SampleSource::UserTime;
   // A CPU-time timer keeps the configured period while the others sample
   // faster (set_sample_period): each of its samples counts, and credits
   // the delays of `periods` x rate samples at the period in force.
   const bool timer = t.timer_mode;
+  auto credits = [&](uint64_t weight) {
+    return kernel_sampler ? short_period_rate(rt) * weight : timer ? short_period_rate(rt) * periods : periods;
+  };
+  if (in_breakpoint_trap(rt, regs)) {
+    // The trap's time is the runtime's: virtually removed (credit_trap_sample).
+    const uint64_t weight = kernel_sampler ? g_kernel_weight.load(std::memory_order_relaxed) : periods;
+    if (uint64_t delay = rt.ledger.credit_trap_sample(t.ledger, credits(weight))) rt.points.note_delay_credit(delay);
+    return;
+  }
   const uint64_t weight = kernel_sampler                         ? g_kernel_weight.load(std::memory_order_relaxed)
                           : timer || counted_in_profile(rt, t) ? periods
                                                                  : 0;
@@ -174,10 +182,8 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   if (selected == line->experiment_unit()) {
     // Every sample credits its delay (the ledger's delay per sample matches the period in force).
     rt.experiment.selected_samples.fetch_add(weight, std::memory_order_relaxed);
-    const uint64_t credits = kernel_sampler ? short_period_rate(rt) * weight
-                             : timer        ? short_period_rate(rt) * periods
-                                            : periods;
-    for (uint64_t i = 0; i < credits; ++i) {
+    const uint64_t n = credits(weight);
+    for (uint64_t i = 0; i < n; ++i) {
       if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
     }
   }

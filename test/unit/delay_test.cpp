@@ -47,6 +47,21 @@ TEST_F(DelayTest, SelectedSampleCreditsItselfAndDelaysOthers) {
   EXPECT_EQ(ledger.total_paused(), 1000u);
 }
 
+// A sample in a --progress breakpoint's trap is the runtime's time: removed
+// as if sped up by 100%, in 0% experiments too, never between experiments.
+TEST_F(DelayTest, TrapSamplesCreditTheirWholePeriodInEveryExperiment) {
+  EXPECT_EQ(ledger.credit_trap_sample(a, 1), 0u) << "between experiments";
+  ledger.begin_experiment(0, 500);  // a 0% experiment
+  EXPECT_EQ(ledger.credit_trap_sample(a, 2), 1000u);
+  EXPECT_EQ(ledger.credit_sample(a), 0u) << "its line's samples credit nothing at 0%";
+  EXPECT_EQ(ledger.owed(a), 0u) << "the trapped thread never pauses for its own traps";
+  EXPECT_EQ(ledger.owed(b), 1000u);
+  ledger.end_experiment();
+  EXPECT_EQ(ledger.credit_trap_sample(a, 1), 0u) << "after the experiment";
+  ledger.begin_experiment(250);  // no breakpoints: no trap credit
+  EXPECT_EQ(ledger.credit_trap_sample(a, 1), 0u);
+}
+
 TEST_F(DelayTest, TwoThreadsInTheLineEachPayForTheOther) {
   // Both run the selected line: each saves d, so each is delayed by the other's d.
   ledger.begin_experiment(300);
