@@ -54,15 +54,23 @@ void write_without_sigpipe(const char* p, size_t left) {
 // last messages come from its destructor, after the statics' (which would
 // have sent them back to the stderr they must stay out of).
 const std::string* g_side_file = nullptr;
+int g_side_file_reader = 0;  // the run's first process, which shows and removes the file
 
 /// Appends `line` to the side file in one write (O_APPEND: the lines of
-/// several processes do not interleave). Opened for each message and closed
-/// again: messages are few, and a descriptor kept open would be one more of
-/// the runtime's in the program's table.
+/// several processes do not interleave), creating it while the process that
+/// shows it lives. Opened for each message and closed again: messages are
+/// few, and a descriptor kept open would be one more of the runtime's in the
+/// program's table.
 void append_to_side_file(const std::string& line) {
-  const long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(g_side_file->c_str()),
-                                    O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (fd < 0) return;  // removed: the run's first process has exited
+  const long path = reinterpret_cast<long>(g_side_file->c_str());
+  long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd == -ENOENT) {
+    // (kill(0, 0) would ask about the process group: no reader known, create.)
+    const long alive = g_side_file_reader > 0 ? sys::raw_syscall6(SYS_kill, g_side_file_reader, 0) : 0;
+    if (alive != 0 && alive != -EPERM) return;  // the run's first process has exited: nobody would show it
+    fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  }
+  if (fd < 0) return;
   sys::raw_syscall6(SYS_write, fd, reinterpret_cast<long>(line.data()), static_cast<long>(line.size()));
   sys::raw_syscall6(SYS_close, fd);
 }
@@ -74,7 +82,10 @@ std::string file_identity(int fd) {
   return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
 }
 
-void send_to_side_file(std::string path) { g_side_file = new std::string(std::move(path)); }
+void send_to_side_file(std::string path, int run_pid) {
+  g_side_file_reader = run_pid;
+  g_side_file = new std::string(std::move(path));
+}
 
 void relay_side_file(const std::string& path) {
   const long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path.c_str()), O_RDONLY | O_CLOEXEC);

@@ -24,8 +24,12 @@ std::string file_identity(int fd);
 /// to its stderr: a process whose stderr is not `coz run`'s (a child whose
 /// parent captures it, as Python's subprocess.run(capture_output=True)
 /// does) must not find the runtime's lines in its output. The run's first
-/// process shows them (relay_side_file).
-void send_to_side_file(std::string path);
+/// process, `run_pid`, shows them (relay_side_file). The first message
+/// creates the file, while that process lives: a run whose processes say
+/// nothing leaves none, however its first process ends (killed, or gone
+/// through a raw exit), and one that starts after the first has gone
+/// drops its messages, as it would find nobody to show them.
+void send_to_side_file(std::string path, int run_pid);
 
 /// Writes each distinct line of the side file `path` once to stderr (in the
 /// order they first came), then removes the file: the run's first process,

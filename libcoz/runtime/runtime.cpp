@@ -623,20 +623,14 @@ const std::string* g_messages_to_relay = nullptr;
 /// Where this process's messages go: to its stderr if that is `coz run`'s
 /// (or `coz run` said nothing), else to the run's side file, which the
 /// run's first process shows on `coz run`'s stderr at its exit.
-///
-/// The run's first process creates the file (coz run only names it): a
-/// program the runtime never reaches leaves none. An image that this
-/// process execs finds it there and relays it instead. Other processes
-/// only append to it, and find it gone once the first has exited.
+/// The file exists only once a process has had something to say in it
+/// (log.h): most runs leave none, however they end.
 void route_messages(const Config& config) {
   if (config.messages_path.empty() || config.run_stderr.empty()) return;
-  if (config.run_pid == sys::getpid()) {
-    const long fd = sys::raw_syscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(config.messages_path.c_str()),
-                                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) sys::raw_syscall6(SYS_close, fd);
-    if (fd >= 0 || fd == -EEXIST) g_messages_to_relay = new std::string(config.messages_path);
+  if (config.run_pid == sys::getpid()) g_messages_to_relay = new std::string(config.messages_path);
+  if (log::file_identity(STDERR_FILENO) != config.run_stderr) {
+    log::send_to_side_file(config.messages_path, config.run_pid);
   }
-  if (log::file_identity(STDERR_FILENO) != config.run_stderr) log::send_to_side_file(config.messages_path);
 }
 
 /// The other processes' messages, at the end of the run's first one. Not

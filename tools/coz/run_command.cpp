@@ -283,10 +283,9 @@ std::string join_lines(const std::vector<std::string>& items) {
 /// parent captures its stderr) writes its messages to a file instead, and
 /// the run's first process shows them here at its exit (log.h,
 /// send_to_side_file): COZ_MESSAGES names the file, COZ_STDERR this
-/// stderr. Only the name is chosen here; the run's first process creates
-/// the file as its runtime starts, so a program the runtime never reaches (a
-/// static one) leaves none behind. Without one (stderr closed, no temporary
-/// directory) every process writes to its own stderr.
+/// stderr. Only the name is chosen here; the first message creates the file
+/// (log.h), so a run without one leaves none behind. Without a name (stderr
+/// closed, no temporary directory) every process writes to its own stderr.
 void share_messages_of_other_processes() {
   const std::string identity = log::file_identity(STDERR_FILENO);
   if (identity.empty()) return;
