@@ -6,23 +6,13 @@
 
 #include <atomic>
 #include <cerrno>
+#include <utility>
 
 #include "go_patch.h"
 #include "sys.h"
 #include "wait.h"
 
-// The calling thread's stack for the runtime's side of a redirected futex
-// call: its top (0: none, the call goes straight to the kernel) and whether
-// a call is on it now (a signal handler's nested call then goes straight to
-// the kernel too). Initial-exec TLS, read by the entry below with %fs: the
-// runtime is preloaded, so its TLS is in the static block.
 extern "C" {
-struct CozGoCallStack {
-  uint64_t top;
-  uint64_t busy;
-};
-__attribute__((visibility("hidden"), tls_model("initial-exec"))) __thread CozGoCallStack coz_go_call_stack;
-
 /// The runtime's side of runtime.futex, on the thread's own stack (SysV
 /// ABI): the bracketing of syscall(SYS_futex, ...) in interpose.cpp for the
 /// two operations Go uses. Returns what the kernel did (-errno on failure),
@@ -52,8 +42,10 @@ __attribute__((visibility("hidden"), used)) long coz_go_futex(uint64_t addr, uin
 // Entered by a jump from runtime.futex, on its Go caller's stack: the
 // return address at 0(%rsp), the arguments at 8..40(%rsp) and the result
 // at 48(%rsp) (Go's ABI0, which lets a callee clobber every register but
-// %rsp). %r12 keeps the Go stack pointer across the call (callee-saved in
-// the C ABI).
+// %rsp). %r12 keeps the Go stack pointer across the call, %rbx the thread's
+// ThreadState (both callee-saved in the C ABI), read from the runtime's TLS
+// (initial-exec: the runtime is preloaded, so its TLS is in the static
+// block); its GoCallStack is at offset 0 (go_wait.h).
 __asm__(R"(
   .text
   .globl coz_go_futex_entry
@@ -61,13 +53,16 @@ __asm__(R"(
   .type coz_go_futex_entry, @function
 coz_go_futex_entry:
   movq %rsp, %r12
-  movq coz_go_call_stack@gottpoff(%rip), %r11
-  movq %fs:(%r11), %rax
+  movq _ZN3coz6detail10tls_threadE@gottpoff(%rip), %r11
+  movq %fs:(%r11), %rbx
+  testq %rbx, %rbx
+  jz 1f
+  movq (%rbx), %rax
   testq %rax, %rax
   jz 1f
-  cmpq $0, %fs:8(%r11)
+  cmpq $0, 8(%rbx)
   jne 1f
-  movq $1, %fs:8(%r11)
+  movq $1, 8(%rbx)
   movq %rax, %rsp
   movq 8(%r12), %rdi
   movl 16(%r12), %esi
@@ -79,8 +74,7 @@ coz_go_futex_entry:
   movq (%r12), %rax
   movq %rax, (%rsp)
   call coz_go_futex
-  movq coz_go_call_stack@gottpoff(%rip), %r11
-  movq $0, %fs:8(%r11)
+  movq $0, 8(%rbx)
   movq %r12, %rsp
   movl %eax, 48(%rsp)
   ret
@@ -138,20 +132,17 @@ bool redirect_go_futex(uint64_t address) {
 
 bool go_futex_redirected() { return g_redirected.load(std::memory_order_acquire); }
 
-void give_go_call_stack() {
-  if (!go_futex_redirected() || coz_go_call_stack.top != 0) return;
+void give_go_call_stack(GoCallStack& thread) {
+  if (!go_futex_redirected() || thread.go_call_top != 0) return;
   void* base = mmap(nullptr, call_stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) return;  // its calls go straight to the kernel
-  coz_go_call_stack.busy = 0;
-  coz_go_call_stack.top = reinterpret_cast<uint64_t>(base) + call_stack_size;
+  thread.go_call_busy = 0;
+  thread.go_call_top = reinterpret_cast<uint64_t>(base) + call_stack_size;
 }
 
-void take_go_call_stack() {
-  const uint64_t top = coz_go_call_stack.top;
-  if (top == 0) return;
-  coz_go_call_stack.top = 0;
-  std::atomic_signal_fence(std::memory_order_seq_cst);  // a handler's call from here on goes to the kernel
-  munmap(reinterpret_cast<void*>(top - call_stack_size), call_stack_size);
+void take_go_call_stack(GoCallStack& thread) {
+  const uint64_t top = std::exchange(thread.go_call_top, 0);
+  if (top != 0) munmap(reinterpret_cast<void*>(top - call_stack_size), call_stack_size);
 }
 
 }  // namespace coz

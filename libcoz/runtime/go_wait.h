@@ -17,6 +17,18 @@
 
 namespace coz {
 
+/// A thread's stack for the runtime's side of its redirected futex calls:
+/// its top (0: none, the call goes straight to the kernel) and whether a
+/// call is on it now. The first base of ThreadState, at offset 0, where the
+/// redirect's entry finds it through the thread's ThreadState pointer (in
+/// the runtime's static TLS already: a variable of its own made that TLS
+/// block 64 bytes larger, which every thread's stack lost, and a program
+/// measuring its stack saw).
+struct GoCallStack {
+  uint64_t go_call_top = 0;
+  uint64_t go_call_busy = 0;
+};
+
 /// Redirects the Go program's runtime.futex, at `address` in memory. Only if
 /// its code is the one known (Go 1.19 to 1.26); false, and nothing changed,
 /// otherwise. At start-up, before the Go program runs.
@@ -25,9 +37,10 @@ bool redirect_go_futex(uint64_t address);
 /// Whether runtime.futex was redirected: threads then need their stacks.
 bool go_futex_redirected();
 
-/// Gives the calling thread the stack its redirected futex calls run on
-/// (register_current_thread), and takes it back (unregister_current_thread).
-void give_go_call_stack();
-void take_go_call_stack();
+/// Gives a thread the stack its redirected futex calls run on, as it
+/// registers, and takes it back once it has left (its ThreadState no
+/// longer reachable from the thread).
+void give_go_call_stack(GoCallStack& thread);
+void take_go_call_stack(GoCallStack& thread);
 
 }  // namespace coz

@@ -124,7 +124,9 @@ LockedThreadList::~LockedThreadList() { g_list_lock.unlock(); }
   pthread_once(&g_exit_key_once, &make_exit_key);
   pthread_setspecific(g_exit_key, t);  // non-null value: the destructor runs at thread exit
   install_signal_stack(*t);  // before its first sample
-  give_go_call_stack();      // in a Go program: for its futex calls (go_wait.h)
+  // In a Go program, a stack for its futex calls (go_wait.h), whose entry
+  // reads it at the ThreadState's own address: not given if it were elsewhere.
+  if (static_cast<GoCallStack*>(t) == reinterpret_cast<GoCallStack*>(t)) give_go_call_stack(*t);
   unblock_sample_signals();
   tls_thread = t;
   g_live_threads.fetch_add(1, std::memory_order_relaxed);
@@ -172,7 +174,7 @@ void reset_live_threads_after_fork() {
   tls_thread = nullptr;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   remove_signal_stack(*t);  // a signal from now on runs its handler on the thread's stack
-  take_go_call_stack();
+  take_go_call_stack(*t);
   delete t;
   g_live_threads.fetch_sub(1, std::memory_order_acq_rel);
 }

@@ -19,10 +19,12 @@
 #include "sample_policy.h"
 #include "unwinder.h"
 #include "futex_lock.h"
+#include "go_wait.h"
 
 namespace coz {
 
-struct ThreadState {
+// GoCallStack first: the Go futex redirect's entry reads it at offset 0 (go_wait.h).
+struct ThreadState : GoCallStack {
   ThreadLedger ledger;
   int tid = 0;
   int perf_fd = -1;
