@@ -56,20 +56,19 @@ void DelayLedger::start_thread(ThreadLedger& child, uint64_t creator_local) cons
   child.blocked.store(false, std::memory_order_relaxed);
 }
 
-uint64_t DelayLedger::credit_sample(ThreadLedger& t) {
-  uint64_t d = counts_->delay_per_sample.load(std::memory_order_relaxed);
-  if (d == 0) return 0;
-  t.local.fetch_add(d, std::memory_order_relaxed);
-  counts_->global.fetch_add(d, std::memory_order_acq_rel);
-  return d;
+uint64_t DelayLedger::credit_sample(ThreadLedger& t, uint64_t samples) {
+  return credit(t, counts_->delay_per_sample.load(std::memory_order_relaxed) * samples);
 }
 
 uint64_t DelayLedger::credit_trap_sample(ThreadLedger& t, uint64_t samples) {
-  const uint64_t d = counts_->delay_per_trap_sample.load(std::memory_order_relaxed) * samples;
-  if (d == 0) return 0;
-  t.local.fetch_add(d, std::memory_order_relaxed);
-  counts_->global.fetch_add(d, std::memory_order_acq_rel);
-  return d;
+  return credit(t, counts_->delay_per_trap_sample.load(std::memory_order_relaxed) * samples);
+}
+
+uint64_t DelayLedger::credit(ThreadLedger& t, uint64_t ns) {
+  if (ns == 0) return 0;
+  t.local.fetch_add(ns, std::memory_order_relaxed);
+  counts_->global.fetch_add(ns, std::memory_order_acq_rel);
+  return ns;
 }
 
 void DelayLedger::forgive_old_debt(ThreadLedger& t) const {

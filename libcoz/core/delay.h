@@ -87,9 +87,10 @@ class DelayLedger {
   /// A new thread starts where its creator stood when it created it
   /// (`creator_local`): it owes nothing for the time before it existed.
   void start_thread(ThreadLedger& child, uint64_t creator_local) const;
-  /// The thread was sampled in the selected line; returns the delay
-  /// credited (0 outside a speedup experiment). Async-signal-safe.
-  uint64_t credit_sample(ThreadLedger& t);
+  /// The thread was sampled in the selected line, `samples` times at the
+  /// period in force; returns the delay credited (0 outside a speedup
+  /// experiment). Async-signal-safe.
+  uint64_t credit_sample(ThreadLedger& t, uint64_t samples = 1);
   /// The thread was sampled in the trap of a breakpoint that counts a
   /// `--progress` line: the time of the runtime's, not the program's, that
   /// the really unprofiled program never spends. Credited as a line sped up
@@ -178,6 +179,9 @@ class DelayLedger {
     return t.busy.load(std::memory_order_relaxed) || t.blocked.load(std::memory_order_relaxed);
   }
   void forgive_old_debt(ThreadLedger& t) const;
+  /// The thread made `ns` of progress the others must pause for: its own
+  /// count and the global one both move.
+  uint64_t credit(ThreadLedger& t, uint64_t ns);
   /// Global count less what the thread paid or was forgiven; reads only.
   uint64_t debt(const ThreadLedger& t) const {
     uint64_t paid = std::max(t.local.load(std::memory_order_relaxed), counts_->forgive_below.load(std::memory_order_acquire));

@@ -150,18 +150,17 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   // faster (set_sample_period): each of its samples counts, and credits
   // the delays of `periods` x rate samples at the period in force.
   const bool timer = t.timer_mode;
-  auto credits = [&](uint64_t weight) {
-    return kernel_sampler ? short_period_rate(rt) * weight : timer ? short_period_rate(rt) * periods : periods;
+  const uint64_t kernel_weight = kernel_sampler ? g_kernel_weight.load(std::memory_order_relaxed) : 0;
+  // How many samples at the period in force this one credits (asked only of those that credit).
+  auto credits = [&]() -> uint64_t {
+    return kernel_sampler ? short_period_rate(rt) * kernel_weight : timer ? short_period_rate(rt) * periods : periods;
   };
   if (in_breakpoint_trap(rt, regs)) {
     // The trap's time is the runtime's: virtually removed (credit_trap_sample).
-    const uint64_t weight = kernel_sampler ? g_kernel_weight.load(std::memory_order_relaxed) : periods;
-    if (uint64_t delay = rt.ledger.credit_trap_sample(t.ledger, credits(weight))) rt.points.note_delay_credit(delay);
+    if (uint64_t delay = rt.ledger.credit_trap_sample(t.ledger, credits())) rt.points.note_delay_credit(delay);
     return;
   }
-  const uint64_t weight = kernel_sampler                         ? g_kernel_weight.load(std::memory_order_relaxed)
-                          : timer || counted_in_profile(rt, t) ? periods
-                                                                 : 0;
+  const uint64_t weight = kernel_sampler ? kernel_weight : timer || counted_in_profile(rt, t) ? periods : 0;
   StackFrame frames[StackTable::max_frames];
   std::optional<size_t> walked = stack_frames(rt, regs, stack, walk ? walk : t.unwind_frames, frames, weight);
   if (!walked) return;
@@ -182,10 +181,7 @@ void record_sample(Runtime& rt, ThreadState& t, const UnwindRegisters& regs, con
   if (selected == line->experiment_unit()) {
     // Every sample credits its delay (the ledger's delay per sample matches the period in force).
     rt.experiment.selected_samples.fetch_add(weight, std::memory_order_relaxed);
-    const uint64_t n = credits(weight);
-    for (uint64_t i = 0; i < n; ++i) {
-      if (uint64_t delay = rt.ledger.credit_sample(t.ledger)) rt.points.note_delay_credit(delay);
-    }
+    if (uint64_t delay = rt.ledger.credit_sample(t.ledger, credits())) rt.points.note_delay_credit(delay);
   }
 }
 

@@ -62,6 +62,15 @@ TEST_F(DelayTest, TrapSamplesCreditTheirWholePeriodInEveryExperiment) {
   EXPECT_EQ(ledger.credit_trap_sample(a, 1), 0u);
 }
 
+// A timer's or a kernel sampler's sample stands for several at the period
+// in force: credited at once, as that many would be.
+TEST_F(DelayTest, ASampleStandingForSeveralCreditsThemAtOnce) {
+  ledger.begin_experiment(250);
+  EXPECT_EQ(ledger.credit_sample(a, 4), 1000u);
+  EXPECT_EQ(ledger.owed(b), 1000u);
+  EXPECT_EQ(ledger.credit_sample(a, 0), 0u);
+}
+
 TEST_F(DelayTest, TwoThreadsInTheLineEachPayForTheOther) {
   // Both run the selected line: each saves d, so each is delayed by the other's d.
   ledger.begin_experiment(300);
