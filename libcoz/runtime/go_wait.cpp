@@ -42,7 +42,9 @@ __attribute__((visibility("hidden"), used)) long coz_go_futex(uint64_t addr, uin
 // Entered by a jump from runtime.futex, on its Go caller's stack: the
 // return address at 0(%rsp), the arguments at 8..40(%rsp) and the result
 // at 48(%rsp) (Go's ABI0, which lets a callee clobber every register but
-// %rsp). %r12 keeps the Go stack pointer across the call, %rbx the thread's
+// %rsp). The arguments are loaded once, as the system call takes them (the
+// C call gets the fourth in %rcx, and the Go caller's return address as a
+// seventh). %r12 keeps the Go stack pointer across the call, %rbx the thread's
 // ThreadState (both callee-saved in the C ABI), read from the runtime's TLS
 // (initial-exec: the runtime is preloaded, so its TLS is in the static
 // block); its GoCallStack is at offset 0 (go_wait.h).
@@ -52,7 +54,12 @@ __asm__(R"(
   .hidden coz_go_futex_entry
   .type coz_go_futex_entry, @function
 coz_go_futex_entry:
-  movq %rsp, %r12
+  movq 8(%rsp), %rdi
+  movl 16(%rsp), %esi
+  movl 20(%rsp), %edx
+  movq 24(%rsp), %r10
+  movq 32(%rsp), %r8
+  movl 40(%rsp), %r9d
   movq _ZN3coz6detail10tls_threadE@gottpoff(%rip), %r11
   movq %fs:(%r11), %rbx
   testq %rbx, %rbx
@@ -63,30 +70,20 @@ coz_go_futex_entry:
   cmpq $0, 8(%rbx)
   jne 1f
   movq $1, 8(%rbx)
+  movq %rsp, %r12
   movq %rax, %rsp
-  movq 8(%r12), %rdi
-  movl 16(%r12), %esi
-  movl 20(%r12), %edx
-  movq 24(%r12), %rcx
-  movq 32(%r12), %r8
-  movl 40(%r12), %r9d
   subq $16, %rsp
   movq (%r12), %rax
   movq %rax, (%rsp)
+  movq %r10, %rcx
   call coz_go_futex
   movq $0, 8(%rbx)
   movq %r12, %rsp
-  movl %eax, 48(%rsp)
-  ret
+  jmp 2f
 1:
-  movq 8(%rsp), %rdi
-  movl 16(%rsp), %esi
-  movl 20(%rsp), %edx
-  movq 24(%rsp), %r10
-  movq 32(%rsp), %r8
-  movl 40(%rsp), %r9d
   movl $202, %eax
   syscall
+2:
   movl %eax, 48(%rsp)
   ret
   .size coz_go_futex_entry, .-coz_go_futex_entry
