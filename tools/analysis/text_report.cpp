@@ -344,33 +344,33 @@ class Writer {
                     ansi::dim)
            << '\n';
     }
-    contention(point, kind);
-    hand_offs(point, kind);
-    verdict_summary(point, kind);
+    auto summary = std::find_if(a_.points.begin(), a_.points.end(),
+                                [&](const PointSummary& p) { return p.name == point && p.kind == kind; });
+    if (summary != a_.points.end()) {
+      contention(*summary);
+      hand_offs(*summary);
+      verdict_summary(*summary);
+    }
     out_ << '\n';
   }
 
   // docs/analysis.md section 5.1: a point whose threads waited for a core.
-  void contention(const std::string& point, PointKind kind) {
-    auto summary = std::find_if(a_.points.begin(), a_.points.end(),
-                                [&](const PointSummary& p) { return p.name == point && p.kind == kind; });
-    if (summary == a_.points.end() || !summary->contended) return;
+  void contention(const PointSummary& summary) {
+    if (!summary.contended) return;
     warning(fmt::format("cores contended: {:.1f} threads on average waited for a core ({} cores, {:.1f} busy). A line "
                         "that frees CPU may speed this program up more than its experiments show, up to what the "
                         "cores allow (the JSON's \"bound\"), so no line gets a verdict.",
-                        summary->waiting_for_core, summary->cores, summary->cores_busy));
+                        summary.waiting_for_core, summary.cores, summary.cores_busy));
   }
 
   // docs/analysis.md section 5.2: a point whose threads hand off fast.
-  void hand_offs(const std::string& point, PointKind kind) {
-    auto summary = std::find_if(a_.points.begin(), a_.points.end(),
-                                [&](const PointSummary& p) { return p.name == point && p.kind == kind; });
-    if (summary == a_.points.end() || summary->contended || !summary->fast_hand_offs) return;
+  void hand_offs(const PointSummary& summary) {
+    if (summary.contended || !summary.fast_hand_offs) return;
     warning(fmt::format("fast hand-offs: the program's threads stop to wait (for each other, or for I/O) ~{} times "
                         "a second. A wake costs more after a long wait than after a short one, and the experiments "
                         "keep the waits as long as they are, so speed-ups here read low (5-12 points at 50% on such "
                         "programs) and no line is called \"no effect\" (\"hand-offs\" instead).",
-                        grouped(static_cast<uint64_t>(summary->hand_offs_per_second + 0.5))));
+                        grouped(static_cast<uint64_t>(summary.hand_offs_per_second + 0.5))));
   }
 
   // "the 2 undecided lines: ~40 more experiments, ~25 s at this run's pace"
@@ -404,10 +404,10 @@ class Writer {
   }
 
   // "settled: 2 speed up, ... of 212 lines tested" and the split-half agreement.
-  void verdict_summary(const std::string& point, PointKind kind) {
-    auto summary = std::find_if(a_.points.begin(), a_.points.end(),
-                                [&](const PointSummary& p) { return p.name == point && p.kind == kind; });
-    if (summary == a_.points.end() || summary->tested == 0) return;
+  void verdict_summary(const PointSummary& summary) {
+    if (summary.tested == 0) return;
+    const std::string& point = summary.name;
+    const PointKind kind = summary.kind;
     size_t counts[5] = {};  // positive, negative, no effect, undecided, withheld for hand-offs: of the lines listed
     for (const LineEffect& e : a_.effects) {
       if (e.point != point || e.kind != kind) continue;
@@ -423,12 +423,12 @@ class Writer {
       }
     }
     // A contended point has no verdicts: contention() said why.
-    if (!summary->contended) {
+    if (!summary.contended) {
       const std::string hand_offs = counts[4] == 0 ? "" : fmt::format(", {} hand-offs", counts[4]);
       out_ << paint(wrap(fmt::format("settled: {} speed{} up, {} slow{} down, {} no effect, {} undecided{}, of {} "
                                      "tested (false discovery rate {:.0f}%)",
                                      counts[0], counts[0] == 1 ? "s" : "", counts[1], counts[1] == 1 ? "s" : "",
-                                     counts[2], counts[3], hand_offs, plural(summary->tested, "line"),
+                                     counts[2], counts[3], hand_offs, plural(summary.tested, "line"),
                                      false_discovery_rate * 100.0),
                          width_),
                     ansi::dim)
