@@ -155,11 +155,16 @@ TEST(CpuRings, WholeCpuRingsSampleEveryThreadAndTheOtherProcesses) {
       },
       scratch, sizeof scratch);
   rings.close();
-  // ~40 samples each of 1 ms, on a CPU shared with the other at times.
+  // ~40 samples each of 1 ms. The upper bound catches time counted twice
+  // (a thread sampled by two CPUs' events: ~80); a CPU's event samples
+  // whichever task is current at its tick, so where the CPUs are shared (a
+  // parallel test, another process) each count strays by its spread, ~6 at
+  // 40: 45 failed 9 runs of 30 beside two busy loops, and a fresh clone's
+  // suite once (48). 60 is three spreads above 40.
   EXPECT_GE(by_tid[main_tid], 20);
-  EXPECT_LE(by_tid[main_tid], 45);
+  EXPECT_LE(by_tid[main_tid], 60);
   EXPECT_GE(by_pid[child], 20);
-  EXPECT_LE(by_pid[child], 45);
+  EXPECT_LE(by_pid[child], 60);
   EXPECT_EQ(by_pid[0], 0) << "idle time is not sampled";
 }
 
