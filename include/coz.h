@@ -145,9 +145,52 @@ static inline coz_counter_t* _coz_resolve_counter(int type, const char* name) {
 #define COZ_PROGRESS COZ_INCREMENT_COUNTER(COZ_COUNTER_TYPE_THROUGHPUT, __FILE__ ":" COZ_STR_(__LINE__))
 /* Throughput point with a chosen name. */
 #define COZ_PROGRESS_NAMED(name) COZ_INCREMENT_COUNTER(COZ_COUNTER_TYPE_THROUGHPUT, name)
-/* Latency point: a transaction named `name` starts / ends here. */
-#define COZ_BEGIN(name) COZ_INCREMENT_COUNTER(COZ_COUNTER_TYPE_BEGIN, name)
-#define COZ_END(name) COZ_INCREMENT_COUNTER(COZ_COUNTER_TYPE_END, name)
+/* The runtime's record of one request's begin or end (our runtime only:
+ * Coz's has no `_coz_request`, and then only the visit is counted). Looked
+ * up once per translation unit. */
+typedef void (*coz_request_fn_t)(coz_counter_t*, int, uint64_t, int);
+
+static inline void _coz_mark_request(coz_counter_t* c, int type, uint64_t key, int keyed) {
+  static void* fp = (void*)1;
+  void* p = __atomic_load_n(&fp, __ATOMIC_RELAXED);
+  if (p == (void*)1) {
+    p = _coz_lookup("_coz_request");
+    __atomic_store_n(&fp, p, __ATOMIC_RELAXED);
+  }
+  if (p) {
+    coz_request_fn_t f;
+    memcpy(&f, &p, sizeof(p));
+    f(c, type, key, keyed);
+  }
+}
+
+/* A latency point's visit, and the request's own begin or end for the
+ * point's latency percentiles (docs/latency.md). */
+#define COZ_REQUEST_(type, name, key, keyed)                                            \
+  if (1) {                                                                              \
+    static coz_counter_t* _coz_counter = COZ_COUNTER_UNRESOLVED;                        \
+    coz_counter_t* _coz_c = __atomic_load_n(&_coz_counter, __ATOMIC_RELAXED);           \
+    if (__builtin_expect(_coz_c != 0, 0)) {                                             \
+      if (_coz_c == COZ_COUNTER_UNRESOLVED) {                                           \
+        _coz_c = _coz_resolve_counter(type, name);                                      \
+        __atomic_store_n(&_coz_counter, _coz_c, __ATOMIC_RELAXED);                      \
+      }                                                                                 \
+      if (_coz_c) {                                                                     \
+        _coz_count_visit(_coz_c);                                                       \
+        _coz_mark_request(_coz_c, type, (uint64_t)(key), keyed);                        \
+      }                                                                                 \
+    }                                                                                   \
+  }
+
+/* Latency point: a request named `name` starts / ends here. A begin and the
+ * next end of the same name on the same thread are one request. */
+#define COZ_BEGIN(name) COZ_REQUEST_(COZ_COUNTER_TYPE_BEGIN, name, 0, 0)
+#define COZ_END(name) COZ_REQUEST_(COZ_COUNTER_TYPE_END, name, 0, 0)
+/* The same for a request that moves between threads (accepted by one,
+ * served by another): its begin and end are paired by `key`, any integer
+ * (or pointer cast to one) that no other request of `name` in flight has. */
+#define COZ_BEGIN_KEY(name, key) COZ_REQUEST_(COZ_COUNTER_TYPE_BEGIN, name, (key), 1)
+#define COZ_END_KEY(name, key) COZ_REQUEST_(COZ_COUNTER_TYPE_END, name, (key), 1)
 
 /* Custom synchronisation (for waits the runtime cannot see, e.g. a spin-wait
  * hand-off): call COZ_PRE_BLOCK before waiting, COZ_POST_BLOCK(1) after being

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config.h"
+#include "latency_buckets.h"
 
 namespace coz {
 
@@ -20,6 +21,7 @@ struct PointResult {
   uint64_t departures = 0;     // latency: COZ_END visits
   int64_t difference = 0;      // latency: in flight at the end
   double mean_in_flight = -1;  // latency: time-averaged in flight (< 0: unknown)
+  latency::Counts latencies;   // latency: requests begun and ended in it, by virtual latency
 };
 
 struct ExperimentResult {

@@ -9,6 +9,7 @@ void open_window(ProgressPoint& p) {
   p.end_at_start = p.ends();
   p.in_flight_at_credits_start = p.in_flight_at_credits.load(std::memory_order_relaxed);
   p.in_flight_wall_sum = 0;
+  if (p.latencies) p.latencies->open();
 }
 
 void poll_window(ProgressPoint& p, double wall_ns) {
@@ -33,6 +34,7 @@ PointResult close_window(ProgressPoint& p, uint64_t effective_ns, uint64_t wall_
       const double sum = std::max(0.0, p.in_flight_wall_sum - static_cast<double>(at_credits));
       r.mean_in_flight = sum / static_cast<double>(effective_ns);
     }
+    if (p.latencies) r.latencies = p.latencies->since_open();
   }
   p.total_visits += begins;
   p.total_ns += wall_ns;

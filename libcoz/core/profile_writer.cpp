@@ -200,6 +200,11 @@ std::string ProfileWriter::format_experiment(const ExperimentResult& e, Format f
         l.number("mean-in-flight", "{:.6g}", p.mean_in_flight);
       }
       l.end();
+      if (!p.latencies.empty()) {
+        Record h(out, format, "latency-histogram");
+        h.text("name", p.name).text("scheme", latency::scheme_name);
+        h.text("buckets", latency::encode(p.latencies)).end();
+      }
     }
   }
   return out;

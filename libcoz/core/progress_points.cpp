@@ -16,6 +16,7 @@ ProgressPoint& ProgressPoints::find_or_add(std::string_view name, ProgressPoint:
     }
   }
   if (kind == ProgressPoint::Kind::Latency) {  // one writer: under lock_
+    p.latencies = std::make_unique<LatencyHistogram>();
     p.next_latency.store(latency_.load(std::memory_order_relaxed), std::memory_order_relaxed);
     latency_.store(&p, std::memory_order_release);
   }

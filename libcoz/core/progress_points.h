@@ -7,10 +7,12 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "futex_lock.h"
+#include "request_latency.h"
 
 namespace coz {
 
@@ -44,6 +46,9 @@ struct ProgressPoint {
   ProgressCounter own_end;
   ProgressCounter* begin = &own_begin;  // throughput: visits; latency: COZ_BEGIN visits
   ProgressCounter* end = &own_end;      // latency: COZ_END visits
+
+  // Latency: each request's own latency, for the percentiles (request_latency.h).
+  std::unique_ptr<LatencyHistogram> latencies;
 
   // Latency: (begins - ends) x delay ns, summed at every delay credit (in
   // the sampled thread's signal handler). See Profiler::poll_in_flight.
@@ -140,6 +145,16 @@ class ProgressPoints {
       uint64_t b = p.begins(), e = p.ends();
       if (b > e) p.in_flight_at_credits.fetch_add((b - e) * delay_ns, std::memory_order_relaxed);
     });
+  }
+
+  /// The latency point whose begin or end counter `counter` is; nullptr for
+  /// any other (lock-free: the runtime's request records look it up).
+  ProgressPoint* latency_point_of(const coz_counter_t* counter) {
+    ProgressPoint* found = nullptr;
+    for_each_latency_lock_free([&](ProgressPoint& p) {
+      if (!found && (p.begin->abi() == counter || p.end->abi() == counter)) found = &p;
+    });
+    return found;
   }
 
   /// Whether any latency point exists (lock-free).

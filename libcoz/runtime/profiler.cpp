@@ -572,6 +572,7 @@ void Profiler::begin(const ExperimentChoice& choice) {
   running_.start_switches = program_voluntary_switches();
   running_.after_first_progress = any_progress_yet();
   rt_.points.for_each([](ProgressPoint& p) { open_window(p); });
+  rt_.experiment.request_window.store(++request_windows_, std::memory_order_release);
   rt_.experiment.selected_samples.store(0, std::memory_order_relaxed);
   if (system_) system_->announce_selection(choice.name, period);
   // A sample in a breakpoint's trap stands for one period in force
@@ -625,6 +626,9 @@ bool Profiler::drain_debts(uint64_t length_ns) {
 
 bool Profiler::end(ExperimentResult& result) {
   if (!running_.active) return false;
+  // Requests that end from now on are not this experiment's: their time
+  // after the windows close would count without the experiment's.
+  rt_.experiment.request_window.store(0, std::memory_order_release);
   stop_crediting();
   poll_in_flight();  // covers the time since the last poll
   refresh_breakpoint_counters(rt_);

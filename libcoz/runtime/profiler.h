@@ -186,6 +186,7 @@ class Profiler {
   static constexpr uint64_t no_look = UINT64_MAX;
   uint64_t samples_at_empty_look_ = no_look;
   uint32_t looks_skipped_ = 0;
+  uint64_t request_windows_ = 0;  // experiments begun: the next request window's number
   TwoPhase two_phase_;
   bool two_phase_grouped_ = false;    // the line map is grouped by function (first phase)
   std::vector<bool> two_phase_lines_;  // second phase: which lines (by index) the winners hold; empty: all

@@ -15,6 +15,7 @@
 #include "object_frames.h"
 #include "profile_writer.h"
 #include "progress_points.h"
+#include "request_latency.h"
 #include "futex_lock.h"
 #include "sys.h"
 #include "system_shared.h"
@@ -26,6 +27,9 @@ namespace coz {
 struct ExperimentState {
   std::atomic<SourceLine*> selected{nullptr};      // null between experiments
   std::atomic<uint64_t> selected_samples{0};
+  /// The experiment requests are measured in (request_latency.h): a new
+  /// number as each begins, 0 from just before it ends until the next.
+  std::atomic<uint64_t> request_window{0};
 };
 
 struct SamplingStats {
@@ -80,6 +84,7 @@ struct Runtime {
   StackTable stacks;
   BlockedTable blocked;
   WakeBoard wakes;  // wakes through descriptors and signals, for the woken to claim
+  KeyedRequests keyed_requests;  // COZ_BEGIN_KEY's requests in flight (runtime/requests.h)
   /// `coz run --system`: what every process of the run shares (the ledger's
   /// counts, the progress points and the board of wakes between processes
   /// live there); nullptr otherwise.

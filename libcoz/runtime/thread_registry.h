@@ -16,6 +16,7 @@
 #include "config.h"
 #include "perf_ring.h"
 #include "profiler_loop.h"
+#include "request_latency.h"
 #include "sample_policy.h"
 #include "unwinder.h"
 #include "futex_lock.h"
@@ -26,6 +27,7 @@ namespace coz {
 // GoCallStack first: the Go futex redirect's entry reads it at offset 0 (go_wait.h).
 struct ThreadState : GoCallStack {
   ThreadLedger ledger;
+  ThreadRequests requests;  // its COZ_BEGIN's requests in flight (runtime/requests.h)
   int tid = 0;
   int perf_fd = -1;
   // Its /proc schedstat file, opened as the thread starts (or by the

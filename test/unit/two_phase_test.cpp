@@ -17,7 +17,10 @@ ExperimentResult experiment(const std::string& unit, double speedup, uint64_t vi
   r.selected = unit;
   r.speedup = speedup;
   r.duration_ns = ns;
-  r.points.push_back(PointResult{.name = "p", .delta = visits});
+  PointResult point;
+  point.name = "p";
+  point.delta = visits;
+  r.points.push_back(point);
   return r;
 }
 
