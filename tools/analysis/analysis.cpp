@@ -713,6 +713,7 @@ Analysis analyze(const Profile& profile, const AnalysisOptions& options) {
       eff.sample_share = static_cast<double>(eff.samples) / static_cast<double>(result.total_samples);
     }
   }
+  result.percentiles = analyze_percentiles(profile);
   return result;
 }
 

@@ -220,6 +220,42 @@ void point_summary(Json& j, const PointSummary& p) {
   j.close('}');
 }
 
+void percentile_change(Json& j, const PercentileChange& c) {
+  j.open('{').field("latency_ns", c.latency_ns).field("change", c.change);
+  j.field("low", c.low).field("high", c.high).close('}');
+}
+
+template <typename T, typename F>
+void per_level(Json& j, std::string_view k, const T& values, F&& each) {
+  j.key(k).open('[');
+  for (const auto& v : values) each(v);
+  j.close(']');
+}
+
+/// docs/latency.md: a latency point's percentiles; written only for points with request histograms.
+void point_percentiles(Json& j, const PointPercentiles& p) {
+  j.open('{');
+  j.field("name", p.point).field("requests", p.requests).field("baseline_experiments", p.baseline_experiments);
+  j.field("baseline_requests", p.baseline_requests);
+  per_level(j, "levels", percentile_levels, [&](double level) { j.number(level); });
+  per_level(j, "baseline_ns", p.baseline_ns, [&](double v) { j.number(v); });
+  per_level(j, "design_effect", p.design_effect, [&](double v) { j.number(v); });
+  j.newline(5);
+  j.array("lines", p.lines, 7, [&](const LinePercentiles& l) {
+    j.open('{').field("line", l.line);
+    per_level(j, "at_half", l.at_half, [&](const PercentileChange& c) { percentile_change(j, c); });
+    j.key("curve").open('[');
+    for (const PercentileCell& c : l.curve) {
+      j.open('{').field("line_speedup", c.line_speedup).field("experiments", c.experiments);
+      j.field("requests", c.requests);
+      per_level(j, "levels", c.levels, [&](const PercentileChange& pc) { percentile_change(j, pc); });
+      j.close('}');
+    }
+    j.close(']').close('}');
+  });
+  j.close('}');
+}
+
 void split_frames(Json& j, std::string_view frames) {
   j.open('[');
   while (true) {
@@ -304,6 +340,10 @@ void analysis_json(Json& j, const Analysis& a) {
   }
   j.newline(2).array("points", a.points, 4, [&](const PointSummary& p) { point_summary(j, p); });
   j.newline(2).array("effects", a.effects, 4, [&](const LineEffect& e) { effect(j, e); });
+  // Only where requests were measured: profiles without them keep their JSON as it was.
+  if (!a.percentiles.empty()) {
+    j.newline(2).array("percentiles", a.percentiles, 4, [&](const PointPercentiles& p) { point_percentiles(j, p); });
+  }
   j.newline(2);
   conventional(j, a.profile);
   j.newline(2).array("stability", a.stability, 4, [&](const Stability& s) {

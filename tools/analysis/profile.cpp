@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "latency_buckets.h"
 #include "record_line.h"
 
 namespace coz::analysis {
@@ -183,6 +184,24 @@ std::optional<LatencyMeasurement> parse_latency(Fields& f) {
   return m;
 }
 
+std::optional<LatencyHistogramRecord> parse_latency_histogram(Fields& f) {
+  LatencyHistogramRecord h;
+  h.name = f.text("name");
+  const std::string scheme = f.text("scheme");
+  const std::string buckets = f.text("buckets");
+  if (!f.ok()) return std::nullopt;
+  if (scheme != latency::scheme_name) {
+    f.fail(fmt::format("latency-histogram scheme {} unknown (this coz reads {})", scheme, latency::scheme_name));
+    return std::nullopt;
+  }
+  std::string error;
+  if (!latency::decode(buckets, h.buckets, error)) {
+    f.fail("latency-histogram buckets: " + error);
+    return std::nullopt;
+  }
+  return h;
+}
+
 // State carried from line to line within one file.
 struct Reader {
   Profile& profile;
@@ -241,6 +260,11 @@ struct Reader {
       auto m = parse_latency(f);
       if (m) {
         if (Experiment* e = point_owner(lineno)) e->latency.push_back(std::move(*m));
+      }
+    } else if (t == "latency-histogram") {
+      auto h = parse_latency_histogram(f);
+      if (h) {
+        if (Experiment* e = point_owner(lineno)) e->latency_histograms.push_back(std::move(*h));
       }
     } else if (t == "samples") {
       std::string location = f.text("location");

@@ -24,6 +24,13 @@ struct LatencyMeasurement {
   double mean_in_flight = -1.0;  // time-averaged in flight; < 0 when the file has none (Coz)
 };
 
+/// The requests of a latency point that began and ended in one experiment,
+/// by virtual latency (a `latency-histogram` record; docs/latency.md).
+struct LatencyHistogramRecord {
+  std::string name;
+  std::vector<std::pair<uint32_t, uint64_t>> buckets;  // latency_buckets.h: (bucket, requests), increasing
+};
+
 struct Experiment {
   std::string selected;  // "FILE:LINE"
   double speedup = 0.0;  // 0..1
@@ -40,6 +47,7 @@ struct Experiment {
   int64_t voluntary_switches = -1;
   std::vector<ThroughputMeasurement> throughput;
   std::vector<LatencyMeasurement> latency;
+  std::vector<LatencyHistogramRecord> latency_histograms;
 };
 
 /// Time blocked at one wait site (a `blocked` record's key).

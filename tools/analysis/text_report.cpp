@@ -240,6 +240,15 @@ std::string compact_count(uint64_t n) {
 }
 
 // 12.43e9 ns -> "12.4 s CPU".
+// A latency: "850 ns", "12.3 us", "4.56 ms", "1.23 s"; "-" when unknown.
+std::string latency_text(double ns) {
+  if (!std::isfinite(ns)) return "-";
+  if (ns < 1e3) return fmt::format("{:.0f} ns", ns);
+  if (ns < 1e6) return fmt::format("{:.3g} us", ns / 1e3);
+  if (ns < 1e9) return fmt::format("{:.3g} ms", ns / 1e6);
+  return fmt::format("{:.3g} s", ns / 1e9);
+}
+
 std::string cpu_seconds(uint64_t ns) { return fmt::format("{:.1f} s CPU", static_cast<double>(ns) / 1e9); }
 
 // 8337 -> "8,337".
@@ -351,7 +360,41 @@ class Writer {
       hand_offs(*summary);
       verdict_summary(*summary);
     }
+    if (kind == PointKind::Latency) {
+      auto p = std::find_if(a_.percentiles.begin(), a_.percentiles.end(),
+                            [&](const PointPercentiles& pp) { return pp.point == point; });
+      if (p != a_.percentiles.end()) percentiles(*p);
+    }
     out_ << '\n';
+  }
+
+  // docs/latency.md: the requests' own latencies, and what each line at 50%
+  // faster does to their median, p95 and p99; ranked by p99.
+  void percentiles(const PointPercentiles& p) {
+    std::string untreated;
+    for (size_t k = 0; k < percentile_count; ++k) {
+      untreated += fmt::format("{}{} {}", k ? ", " : "", percentile_name(k), latency_text(p.baseline_ns[k]));
+    }
+    out_ << paint(wrap(fmt::format("percentiles of {} requests measured (untreated: {}); each line 50% faster:",
+                                   grouped(p.requests), untreated),
+                       width_),
+                  ansi::bold)
+         << '\n';
+    std::string header = pad_left("#", rank_width) + "  " + pad_right("line", line_width_);
+    for (size_t k = 0; k < percentile_count; ++k) header += pad_left(percentile_name(k), impact_width);
+    out_ << paint(header, ansi::bold) << '\n';
+    size_t rank = 0;
+    for (const LinePercentiles& l : p.lines) {
+      ++rank;
+      if (o_.top != 0 && rank > o_.top) break;
+      std::string row = pad_left(fmt::format("{}", rank), rank_width) + "  " +
+                        pad_right(shorten_left(printable(l.line), line_width_), line_width_);
+      for (const PercentileChange& c : l.at_half) {
+        const bool known = std::isfinite(c.change);
+        row += pad_left(!known ? "-" : with_half_width(c.change, (c.low - c.high) / -2), impact_width);
+      }
+      out_ << row << '\n';
+    }
   }
 
   // docs/analysis.md section 5.1: a point whose threads waited for a core.
