@@ -165,7 +165,7 @@ static inline void _coz_mark_request(coz_counter_t* c, int type, uint64_t key, i
 }
 
 /* A latency point's visit, and the request's own begin or end for the
- * point's latency percentiles (docs/latency.md). */
+ * point's latency percentiles (docs/analysis.md section 13). */
 #define COZ_REQUEST_(type, name, key, keyed)                                            \
   if (1) {                                                                              \
     static coz_counter_t* _coz_counter = COZ_COUNTER_UNRESOLVED;                        \

@@ -1,5 +1,5 @@
 // Each request's own latency, for a latency point's percentiles (issue #53,
-// docs/latency.md). A request begins and ends at the point's COZ_BEGIN and
+// docs/analysis.md section 13). A request begins and ends at the point's COZ_BEGIN and
 // COZ_END on one thread, or at COZ_BEGIN_KEY and COZ_END_KEY with the same
 // key on any. One that began and ended within the same experiment is
 // recorded, at its latency in the virtually sped-up program: its wall time

@@ -1,5 +1,5 @@
 // The buckets of a latency histogram: what the runtime records per request
-// and the analysis reads back (docs/latency.md). Log buckets with 32 per
+// and the analysis reads back (docs/analysis.md section 13). Log buckets with 32 per
 // power of two, so a bucket is at most 1/32 (3.1%) of its values wide and
 // a quantile read inside one is off by less than that; values under 32 ns
 // have a bucket each, and from 2^45 ns (~9.8 hours) on they share the last.

@@ -1,6 +1,6 @@
 // A request's begin or end, as the program marks it (COZ_BEGIN / COZ_END,
 // COZ_BEGIN_KEY / COZ_END_KEY through `_coz_request`): the runtime side of
-// the latency percentiles (libcoz/core/request_latency.h, docs/latency.md).
+// the latency percentiles (libcoz/core/request_latency.h, docs/analysis.md section 13).
 #pragma once
 
 #include <coz.h>

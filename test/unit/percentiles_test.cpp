@@ -1,4 +1,4 @@
-// Tests of percentiles.h (docs/latency.md): the requests' percentiles from
+// Tests of percentiles.h (docs/analysis.md section 13): the requests' percentiles from
 // their histograms, per line and speedup, against the untreated program's.
 #include <gtest/gtest.h>
 
@@ -71,7 +71,9 @@ TEST(Percentiles, RequestsLongerForTheirExperimentCountMoreSinceFewerFitInIt) {
   Profile profile;
   // Experiments of 40 ms: a 10 ms request began and ended inside one in 3
   // cases of 4 only, so each stands for 4/3 of one.
-  for (int i = 0; i < 10; ++i) profile.experiments.push_back(experiment("a.c:1", 0.0, 100 * us, 10 * ms, 1'000, rng, 40 * ms));
+  for (int i = 0; i < 10; ++i) {
+    profile.experiments.push_back(experiment("a.c:1", 0.0, 100 * us, 10 * ms, 1'000, rng, 40 * ms));
+  }
   const std::vector<PointPercentiles> result = analyze_percentiles(profile);
   ASSERT_EQ(result.size(), 1u);
   EXPECT_NEAR(result[0].baseline_requests, 10 * (990 * (1 + 0.1 / 39.9) + 10 * 4.0 / 3.0), 2.0);

@@ -232,7 +232,7 @@ void per_level(Json& j, std::string_view k, const T& values, F&& each) {
   j.close(']');
 }
 
-/// docs/latency.md: a latency point's percentiles; written only for points with request histograms.
+/// docs/analysis.md section 13: a latency point's percentiles; written only for points with request histograms.
 void point_percentiles(Json& j, const PointPercentiles& p) {
   j.open('{');
   j.field("name", p.point).field("requests", p.requests).field("baseline_experiments", p.baseline_experiments);

@@ -15,7 +15,7 @@ const char* percentile_name(size_t level) {
 
 namespace {
 
-/// A request longer than 3/4 of its experiment counts at most 4 times (docs/latency.md).
+/// A request longer than 3/4 of its experiment counts at most 4 times (docs/analysis.md section 13).
 constexpr double max_inclusion_weight = 4.0;
 /// A cell estimates a percentile p only with this many requests beyond it
 /// (weighted): 2 / (1 - p) requests in all, 200 for p99.
@@ -110,7 +110,7 @@ double weight_below(const ExperimentRequests& e, double q) {
   return below;
 }
 
-/// The design effect of percentile p (docs/latency.md): over every cell
+/// The design effect of percentile p (docs/analysis.md section 13): over every cell
 /// with two or more experiments, how far each experiment's share of
 /// requests below the cell's percentile strays from p, against the spread
 /// of independent requests; at least 1.
@@ -169,7 +169,9 @@ std::vector<PointPercentiles> analyze_percentiles(const Profile& profile) {
   std::map<std::string, std::vector<std::pair<const Experiment*, ExperimentRequests>>> by_point;
   for (const Experiment& e : profile.experiments) {
     if (e.duration_ns == 0) continue;
-    for (const LatencyHistogramRecord& h : e.latency_histograms) by_point[h.name].emplace_back(&e, weigh(h, e.duration_ns));
+    for (const LatencyHistogramRecord& h : e.latency_histograms) {
+      by_point[h.name].emplace_back(&e, weigh(h, e.duration_ns));
+    }
   }
   std::vector<PointPercentiles> out;
   for (const auto& [name, experiments] : by_point) {

@@ -1,7 +1,7 @@
 // Latency percentiles under virtual speedups (issue #53): for each latency
 // point whose profile has its requests' histograms, the median, 95th and
 // 99th percentile of its requests' latency in the untreated program, and
-// how much each line's virtual speedup changes them. docs/latency.md is the
+// how much each line's virtual speedup changes them. docs/analysis.md section 13 is the
 // specification.
 #pragma once
 
@@ -33,7 +33,7 @@ struct PercentileChange {
 struct PercentileCell {
   double line_speedup = 0.0;
   uint64_t experiments = 0;
-  double requests = 0.0;  // weighted (docs/latency.md: inclusion weights)
+  double requests = 0.0;  // weighted (docs/analysis.md section 13: inclusion weights)
   std::array<PercentileChange, percentile_count> levels{};
 };
 

@@ -25,7 +25,7 @@ struct LatencyMeasurement {
 };
 
 /// The requests of a latency point that began and ended in one experiment,
-/// by virtual latency (a `latency-histogram` record; docs/latency.md).
+/// by virtual latency (a `latency-histogram` record; docs/analysis.md section 13).
 struct LatencyHistogramRecord {
   std::string name;
   std::vector<std::pair<uint32_t, uint64_t>> buckets;  // latency_buckets.h: (bucket, requests), increasing

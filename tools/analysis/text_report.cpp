@@ -368,7 +368,7 @@ class Writer {
     out_ << '\n';
   }
 
-  // docs/latency.md: the requests' own latencies, and what each line at 50%
+  // docs/analysis.md section 13: the requests' own latencies, and what each line at 50%
   // faster does to their median, p95 and p99; ranked by p99.
   void percentiles(const PointPercentiles& p) {
     std::string untreated;
