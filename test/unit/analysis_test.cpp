@@ -999,7 +999,8 @@ TEST_P(Vector, MatchesExpectedAnalysis) { check_vector(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(TestVectors, Vector,
                          ::testing::Values("basic", "latency", "coz-tab", "coz-json", "merged", "undecided", "fdr",
-                                           "corrupt", "conventional", "callee", "untreated", "band", "cores", "local-edges", "regime", "hand-offs"),
+                                           "corrupt", "conventional", "callee", "untreated", "band", "cores", "local-edges", "regime", "hand-offs",
+                                           "percentiles"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');

@@ -29,6 +29,11 @@ MIX = 0.05     # the scale of the normal mixture behind the confidence sequences
 MIX_EQ = 0.025  # the no-effect test's own mixture scale (section 7)
 PRIOR_DOF = 10.0  # a line's own dispersion is shrunk toward its point's with this many dof (section 3)
 BASELINES = ("local", "pooled", "line")
+LEVELS = (0.5, 0.95, 0.99)  # percentiles (section 13)
+MAX_INCLUSION = 4.0  # a request's inclusion weight is at most this (section 13)
+CLIP = 1e-9  # Woodruff's p -/+ z sqrt(V) "clipped into (0, 1)": to [CLIP, 1 - CLIP] (as the C++)
+HIST_SCHEME = "log2-32"
+HIST_BUCKETS = 32 + (44 - 5 + 1) * 32  # docs/profile-format.md: the last bucket is 1311
 NAN = float("nan")
 
 def anytime_half_width(se, alpha, scale=MIX):
@@ -77,6 +82,20 @@ def parse_count(v):
     if not math.isfinite(d) or d < 0 or d != math.floor(d):
         raise ValueError("bad")
     return int(d)
+
+
+def parse_buckets(text):
+    """`B:N,B:N,...` (docs/profile-format.md, latency-histogram): buckets increasing, below 1312."""
+    out = []
+    for part in text.split(","):
+        m = re.fullmatch(r"([0-9]+):([0-9]+)", part)
+        if not m:
+            raise ValueError("bucket")
+        b, n = int(m.group(1)), int(m.group(2))
+        if b >= HIST_BUCKETS or (out and b <= out[-1][0]):
+            raise ValueError("bucket order")
+        out.append((b, n))
+    return out
 
 
 def split(line):
@@ -168,7 +187,7 @@ def read(files, base):
                     if not math.isfinite(sp) or not (0 <= sp <= 1):
                         raise ValueError("speedup")
                     e = dict(selected=sel, speedup=sp, duration=parse_count(f.get("duration")),
-                             selected_samples=parse_count(f.get("selected-samples")), tp=[], lat=[],
+                             selected_samples=parse_count(f.get("selected-samples")), tp=[], lat=[], hist=[],
                              cores=0, busy=0.0, waiting=0.0, switches=None)
                     core_figures(e, f)
                     switch_count(e, f)
@@ -198,6 +217,16 @@ def read(files, base):
                     if current is None:
                         raise ValueError("orphan")
                     current["lat"].append((n, a, mif if mif is not None else float(diff)))
+                elif typ == "latency-histogram":
+                    n, scheme, buckets = f.get("name"), f.get("scheme"), f.get("buckets")
+                    if not n or not scheme or not buckets:
+                        raise ValueError("name, scheme, buckets")
+                    if scheme != HIST_SCHEME:  # a scheme this reader does not know: skipped
+                        raise ValueError("scheme")
+                    counts = parse_buckets(buckets)
+                    if current is None:
+                        raise ValueError("orphan")
+                    current["hist"].append((n, counts))
                 elif typ == "samples":
                     loc = f.get("location")
                     if not loc:
@@ -618,12 +647,188 @@ def analyze(prof, halves=True, baseline="local"):
     if sampling:
         if sampling.pop("timed") == 0:
             sampling["attributed_ns"] = sampling["cpu_time_ns"] = None
-    return {"experiments": len(prof["experiments"]), "runtime_ns": prof["runtime"], "total_samples": total,
-            "sampling": sampling, "points": points, "effects": effects,
+    out = {"experiments": len(prof["experiments"]), "runtime_ns": prof["runtime"], "total_samples": total,
+           "sampling": sampling, "points": points, "effects": effects}
+    pct = percentiles(prof)
+    if pct:  # section 13: only when some point has request histograms
+        out["percentiles"] = pct
+    out.update({
             "profile": {"lines": lines, "functions": sorted(funcs.values(), key=lambda f: (-f["samples"], f["function"])),
                         "stacks": stacks, "blocked": blocked},
             "stability": stability(prof, points, effects, baseline) if halves else [],
-            "warnings": prof["warnings"]}
+            "warnings": prof["warnings"]})
+    return out
+
+
+def bucket_bounds(b):
+    """docs/profile-format.md, scheme log2-32: bucket b < 32 holds b ns ([b, b + 1)); above,
+    [(32 + j) << k, (33 + j) << k) with k = (b - 32) // 32, j = (b - 32) % 32."""
+    if b < 32:
+        return float(b), float(b + 1)
+    k, j = (b - 32) // 32, (b - 32) % 32
+    return float((32 + j) << k), float((33 + j) << k)
+
+
+def weighed(counts, d):
+    """Section 13: one experiment's histogram, each request with its inclusion weight
+    w = D / (D - v) at its bucket's middle, at most 4. -> dict(buckets=[(b, low, high, weight,
+    squared weights)], n = Σ weights, m = Σ squared weights, requests = as recorded)."""
+    out = dict(buckets=[], n=0.0, m=0.0, requests=0)
+    D = float(d)
+    for b, k in counts:
+        low, high = bucket_bounds(b)
+        v = (low + high) / 2
+        w = min(MAX_INCLUSION, D / (D - v)) if v < D else MAX_INCLUSION
+        out["buckets"].append((b, low, high, w * k, w * w * k))
+        out["n"] += w * k
+        out["m"] += w * w * k
+        out["requests"] += k
+    return out
+
+
+class RequestCell:
+    """Section 13: the weighted requests of a cell's experiments (profile order)."""
+
+    def __init__(self):
+        self.exps, self.merged, self.n, self.m = [], {}, 0.0, 0.0
+
+    def add(self, e):
+        self.exps.append(e)
+        for b, low, high, w, _ in e["buckets"]:
+            c = self.merged.setdefault(b, [low, high, 0.0])
+            c[2] += w
+        self.n += e["n"]
+        self.m += e["m"]
+
+    def estimates(self, p):
+        """At least 2 / (1 - p) weighted requests."""
+        return self.n * (1 - p) >= 2.0
+
+    def quantile(self, p):
+        """Where a share p of the weight lies below, linear inside the bucket that holds it."""
+        target, below = p * self.n, 0.0
+        last = NAN
+        for b in sorted(self.merged):
+            low, high, w = self.merged[b]
+            if w > 0 and below + w >= target:
+                return low + (target - below) / w * (high - low)
+            below += w
+            last = high
+        return last
+
+    def with_log_se(self, p, deff):
+        """(q(p), se(log q)) by Woodruff's interval, or (NaN, NaN) with too few requests."""
+        if not self.estimates(p):
+            return NAN, NAN
+        q = self.quantile(p)
+        V = deff * p * (1 - p) * self.m / (self.n * self.n)
+        half = Z * math.sqrt(V)
+        ql = self.quantile(max(CLIP, p - half))
+        qh = self.quantile(min(1 - CLIP, p + half))
+        if not (q > 0 and ql > 0 and qh > 0):
+            return NAN, NAN
+        return q, (math.log(qh) - math.log(ql)) / (2 * Z)
+
+
+def weight_below(e, q):
+    """An experiment's weight below q (linear inside q's bucket)."""
+    below = 0.0
+    for _, low, high, w, _ in e["buckets"]:
+        if high <= q:
+            below += w
+        else:
+            if low < q:
+                below += w * (q - low) / (high - low)
+            break
+    return below
+
+
+def design_effect(cells, p):
+    """Section 13: over every cell with two or more experiments (and a q(p)), the terms
+    (a_e - p n_e)^2 / (p (1 - p) m_e); max(1, Σ / (N - K)), 1 when N <= K."""
+    total, N, K = 0.0, 0, 0
+    for c in cells:
+        if len(c.exps) < 2 or not c.estimates(p):
+            continue
+        q = c.quantile(p)
+        here = 0
+        for e in c.exps:
+            if e["m"] <= 0:
+                continue
+            off = weight_below(e, q) - p * e["n"]
+            total += off * off / (p * (1 - p) * e["m"])
+            here += 1
+        if here:
+            N += here
+            K += 1
+    return max(1.0, total / (N - K)) if N > K else 1.0
+
+
+def change(log_ratio, se):
+    """1 - exp(log ratio) and its interval 1 - exp(log ratio -/+ z se)."""
+    low = high = NAN
+    if math.isfinite(se):
+        low, high = 1 - math.exp(log_ratio + Z * se), 1 - math.exp(log_ratio - Z * se)
+    return 1 - math.exp(log_ratio), low, high
+
+
+def percentiles(prof):
+    """Section 13: per latency point with request histograms (by name), the untreated
+    percentiles and each line's changes, per speedup and at 50%."""
+    by_point = {}
+    for e in prof["experiments"]:
+        if e["duration"] == 0:  # no inclusion weight without a duration
+            continue
+        for name, counts in e["hist"]:
+            by_point.setdefault(name, []).append((e, weighed(counts, e["duration"])))
+    out = []
+    for name in sorted(by_point):
+        base, lines, requests = RequestCell(), {}, 0
+        for e, w in by_point[name]:
+            requests += w["requests"]
+            b = int(math.floor(e["speedup"] * 20 + 0.5))
+            if b == 0:
+                base.add(w)
+            else:
+                lines.setdefault(e["selected"], {}).setdefault(b, RequestCell()).add(w)
+        cells = [base] + [c for line in sorted(lines) for _, c in sorted(lines[line].items())]
+        deff = [design_effect(cells, p) for p in LEVELS]
+        q0 = [base.with_log_se(p, deff[k]) for k, p in enumerate(LEVELS)]
+        point = dict(name=name, requests=requests, baseline_experiments=len(base.exps), baseline_requests=base.n,
+                     levels=list(LEVELS), baseline_ns=[q for q, _ in q0], design_effect=deff, lines=[])
+        for line in sorted(lines):
+            curve = [dict(line_speedup=b / 20, experiments=len(c.exps), requests=c.n, levels=[])
+                     for b, c in sorted(lines[line].items())]
+            cs = [c for _, c in sorted(lines[line].items())]
+            at_half = []
+            for k, p in enumerate(LEVELS):
+                base_q, base_se = q0[k]
+                fit = []  # (s, log ratio, own se) of the cells with a change and an se
+                for pt, c in zip(curve, cs):
+                    q, se = c.with_log_se(p, deff[k])
+                    lv = dict(latency_ns=q, change=NAN, low=NAN, high=NAN)
+                    if math.isfinite(q) and math.isfinite(base_q):
+                        y = math.log(q / base_q)
+                        lv["change"], lv["low"], lv["high"] = change(y, math.sqrt(se * se + base_se * base_se))
+                        if math.isfinite(se) and se > 0:
+                            fit.append((pt["line_speedup"], y, se))
+                    pt["levels"].append(lv)
+                half = dict(latency_ns=NAN, change=NAN, low=NAN, high=NAN)
+                if fit:  # beta = Σ w s y / Σ w s², w = 1 / se²; Var as section 6
+                    sws = sum(s_ * s_ / (se * se) for s_, _, se in fit)
+                    beta = sum(s_ * y / (se * se) for s_, y, se in fit) / sws
+                    a = [s_ / (se * se) / sws for s_, _, se in fit]
+                    own = sum(ak * ak * se * se for ak, (_, _, se) in zip(a, fit))
+                    shared = sum(a)
+                    se_beta = math.sqrt(own + shared * shared * base_se * base_se)
+                    half["change"], half["low"], half["high"] = change(beta * 0.5, se_beta * 0.5)
+                at_half.append(half)
+            point["lines"].append(dict(line=line, at_half=at_half, curve=curve))
+        # ranked by the p99 change at 50%, largest first, undefined last (then by line)
+        point["lines"].sort(key=lambda l: (0, -l["at_half"][2]["change"]) if math.isfinite(l["at_half"][2]["change"])
+                            else (1, 0.0))
+        out.append(point)
+    return out
 
 
 def local_weights(c, ol, nbr, xloc):
