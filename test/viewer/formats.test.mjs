@@ -11,8 +11,11 @@ import {
   analyze,
   anytimeHalfWidth,
   emptyProfile,
+  decodeLatencyBuckets,
   flameTree,
   formatWarning,
+  latencyBucketHigh,
+  latencyBucketLow,
   logEValue,
   mergeProfile,
   parseJsonObject,
@@ -482,4 +485,73 @@ test("profile bytes: UTF-8 decoded, each invalid byte read as Latin-1 (as the C+
   const p = read(text);
   assert.ok(text.includes("caf\u00e9.c:3"));
   assert.equal(p.warnings.length, 0);
+});
+
+// docs/analysis.md section 13: latency-histogram records (docs/profile-format.md) and the percentiles.
+test("latency-histogram records: read in both forms, bad ones skipped with the C++ reader's warnings", () => {
+  const experiment = "experiment\tselected=a.c:1\tspeedup=0\tduration=1000000\tselected-samples=3\n";
+  const h = (buckets, scheme = "log2-32") => `latency-histogram\tname=request\tscheme=${scheme}\tbuckets=${buckets}\n`;
+  const p = read(
+    h("1:2") + experiment + h("01:2,0005:7") + '{"type":"latency-histogram","name":"request","scheme":"log2-32","buckets":"600:5,601:7"}\n' +
+      h("1:2", "log2-64") + h("") + h("1:2,1:3") + h("3:1,2:1") + h("1312:2") + h("99999999999999999999:2") + h("1:2,") + h("1:-2") + h("3:1;4:2") +
+      "latency-histogram\tscheme=log2-32\tbuckets=1:2\n",
+  );
+  assert.deepEqual(p.experiments[0].latencyHistograms, [
+    { name: "request", buckets: [[1, 2], [5, 7]] },
+    { name: "request", buckets: [[600, 5], [601, 7]] },
+  ]);
+  const skipped = (why) => `latency-histogram record: ${why}, skipped`;
+  const malformed = skipped("latency-histogram buckets: a bucket is not BUCKET:COUNT");
+  assert.deepEqual(
+    p.warnings.map((w) => [w.line, w.message]),
+    [
+      [1, "point record before any experiment, skipped"],
+      [5, skipped("latency-histogram scheme log2-64 unknown (this coz reads log2-32)")],
+      [6, skipped("missing buckets=")],
+      [7, skipped("latency-histogram buckets: buckets out of order")],
+      [8, skipped("latency-histogram buckets: buckets out of order")],
+      [9, skipped("latency-histogram buckets: bucket 1312 out of range")],
+      [10, malformed],
+      [11, malformed],
+      [12, malformed],
+      [13, malformed],
+      [14, skipped("missing name=")],
+    ],
+  );
+  assert.deepEqual(decodeLatencyBuckets(""), []); // (an empty buckets= is "missing buckets=" before it gets here)
+});
+
+test("latency buckets: one per ns under 32, then 32 per power of two, the last from 2^45 ns", () => {
+  assert.deepEqual([latencyBucketLow(0), latencyBucketHigh(0)], [0, 1]);
+  assert.deepEqual([latencyBucketLow(31), latencyBucketHigh(31)], [31, 32]);
+  assert.deepEqual([latencyBucketLow(32), latencyBucketHigh(32)], [32, 33]);
+  assert.deepEqual([latencyBucketLow(64), latencyBucketHigh(64)], [64, 66]);
+  assert.deepEqual([latencyBucketLow(95), latencyBucketHigh(95)], [126, 128]);
+  assert.deepEqual([latencyBucketLow(1311), latencyBucketHigh(1311)], [63 * 2 ** 39, 64 * 2 ** 39]);
+  for (let b = 33; b < 1312; ++b) assert.equal(latencyBucketLow(b), latencyBucketHigh(b - 1), `bucket ${b}`);
+});
+
+test("percentiles: only with request histograms; the fixture's as coz report --json gives them", () => {
+  assert.ok(!("percentiles" in analyze(undecided())));
+  const path = join(here, "latency-percentiles.coz");
+  const a = analyze(read(readFileSync(path, "utf8"), path));
+  assert.deepEqual(Object.keys(a).slice(Object.keys(a).indexOf("effects"), Object.keys(a).indexOf("effects") + 3), ["effects", "percentiles", "profile"]);
+  assert.equal(a.percentiles.length, 1);
+  const p = a.percentiles[0];
+  // From `coz report --json test/viewer/latency-percentiles.coz` (the C++, tools/analysis/percentiles.cpp).
+  const near = (x, y) => assert.ok(Math.abs(x - y) <= 1e-9 * Math.max(1, Math.abs(y)), `${x} != ${y}`);
+  assert.equal(p.name, "request");
+  assert.equal(p.requests, 11921);
+  assert.equal(p.baseline_experiments, 80);
+  near(p.baseline_requests, 3578.23451830326);
+  [1033023.1889206498, 5218369.113171297, 9150061.689935293].forEach((v, k) => near(p.baseline_ns[k], v));
+  [7.077005456651729, 5.429592940419936, 2.630672090261551].forEach((v, k) => near(p.design_effect[k], v));
+  assert.deepEqual(p.lines.map((l) => [l.line, l.curve.length]), [
+    ["test/programs/latency.cpp:50", 18],
+    ["test/programs/latency.cpp:55", 20],
+    ["test/programs/latency.cpp:45", 17],
+  ]);
+  [0.030074275018543095, 0.061612076113048864, 0.5209298151144677].forEach((v, k) => near(p.lines[0].at_half[k].change, v));
+  assert.equal(p.lines[2].at_half[2].change, null); // too few requests for its p99
+  assert.equal(p.lines[0].at_half[0].latency_ns, null);
 });

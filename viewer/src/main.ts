@@ -8,7 +8,10 @@ import {
   BaselineMode,
   falseDiscoveryRate,
   LineEffect,
+  LinePercentiles,
   minSettleExperiments,
+  percentileNames,
+  PointPercentiles,
   PointSummary,
   samplingCoverage,
   stealShare,
@@ -21,14 +24,15 @@ import { emptyProfile, formatWarning, mergeProfile, Profile, readProfile } from 
 import { clear, h } from "./ui/dom";
 import { renderFlame } from "./ui/flame";
 import { count, duration, pct, aboutSeconds, share, shortFunction, shortLocation } from "./ui/format";
-import { renderPlot } from "./ui/plot";
+import { renderPercentilePlot, renderPlot } from "./ui/plot";
 
 interface LoadedFile {
   name: string;
   text: string;
 }
 
-type SortKey = "impact" | "max" | "name" | "samples";
+/** impact: the analysis's ranking (the mean's impact); p99: the lines of latency points with request histograms by their p99's change at 50% (docs/analysis.md §13), first. */
+type SortKey = "impact" | "p99" | "max" | "name" | "samples";
 type Tab = "lines" | "functions" | "stacks" | "blocked";
 
 const pageSize = 25; // effects per page of the ranking
@@ -376,9 +380,22 @@ function pointVerdicts(a: Analysis, p: PointSummary): HTMLElement | null {
     h("div", { class: "label", title: `progress point ${p.name} (${p.kind})` }, `${p.kind === "latency" ? "latency · " : ""}${shortLocation(p.name).short}`),
     settled,
     fast,
+    requestsMeasured(a, p),
     toSettle(a, mine),
     p.tested > 0 ? experimentsStopped(a) : null,
     stable,
+  );
+}
+
+/** "2,605 requests measured: untreated p50 1.07 ms · p95 5.2 ms · p99 12.4 ms" (docs/analysis.md §13); null without request histograms. */
+function requestsMeasured(a: Analysis, p: PointSummary): HTMLElement | null {
+  const pp = p.kind === "latency" ? a.percentiles?.find((x) => x.name === p.name) : undefined;
+  if (!pp) return null;
+  const untreated = percentileNames.map((n, k) => `${n} ${duration(pp.baseline_ns[k])}`).join(" · ");
+  return h(
+    "div",
+    { class: "requests", title: `${count(pp.baseline_experiments)} experiments at 0% measured ${count(Math.round(pp.baseline_requests))} requests (weighted): the untreated percentiles` },
+    `${count(pp.requests)} requests · untreated ${untreated}`,
   );
 }
 
@@ -435,18 +452,56 @@ function renderFilters(a: Analysis) {
   for (const f of names) files.append(h("option", { value: f }, shortLocation(f).short + (shortLocation(f).dir ? `  (${shortLocation(f).dir})` : "")));
   if (!names.includes(state.file)) state.file = "";
   files.value = state.file;
+
+  // Ranking by p99: offered only where some latency point has request histograms (after "ranking").
+  const sort = $("sort") as HTMLSelectElement;
+  const byP99 = document.getElementById("sort-p99");
+  if (a.percentiles && !byP99) {
+    const title = "latency points with measured requests: the change of their p99 latency with the line 50% faster, largest first; then the other lines";
+    sort.options[0].after(h("option", { value: "p99", id: "sort-p99", title }, "ranking by p99 at 50%"));
+  } else if (!a.percentiles && byP99) {
+    byP99.remove();
+  }
+  if (!a.percentiles && state.sort === "p99") state.sort = "impact";
+  sort.value = state.sort;
 }
 
-function visibleEffects(a: Analysis): LineEffect[] {
+// ---------- latency percentiles (docs/analysis.md §13) ----------
+
+const p99 = percentileNames.length - 1;
+const percentileIndex = new WeakMap<Analysis, Map<string, { point: PointPercentiles; line: LinePercentiles }>>();
+
+/** A latency effect's percentiles: its point's and its line's; null without request histograms. */
+function percentilesOf(a: Analysis, e: LineEffect): { point: PointPercentiles; line: LinePercentiles } | null {
+  if (!a.percentiles || e.kind !== "latency") return null;
+  let index = percentileIndex.get(a);
+  if (!index) {
+    index = new Map();
+    for (const point of a.percentiles) for (const line of point.lines) index.set(`${point.name}\u0000${line.line}`, { point, line });
+    percentileIndex.set(a, index);
+  }
+  return index.get(`${e.point}\u0000${e.line}`) ?? null;
+}
+
+/** The ranking: the analysis's (mean impact), or by p99's change at 50%, largest first, then the lines without one in the analysis's order. */
+function rankedEffects(a: Analysis): LineEffect[] {
+  if (state.sort !== "p99" || !a.percentiles) return a.effects;
+  const change = (e: LineEffect) => percentilesOf(a, e)?.line.at_half[p99].change ?? null;
+  const known = a.effects.filter((e) => change(e) !== null).sort((x, y) => change(y)! - change(x)!);
+  return [...known, ...a.effects.filter((e) => change(e) === null)];
+}
+
+function visibleEffects(a: Analysis, ranked: LineEffect[]): LineEffect[] {
   const q = state.search.toLowerCase();
-  const list = a.effects.filter(
+  const list = ranked.filter(
     (e) =>
       (state.point === "" || pointKey(e) === state.point) &&
       (state.file === "" || splitLocation(e.line).file === state.file) &&
       (q === "" || e.line.toLowerCase().includes(q) || e.function.toLowerCase().includes(q)),
   );
   const by: Record<SortKey, ((x: LineEffect, y: LineEffect) => number) | null> = {
-    impact: null, // already ranked by the analysis
+    impact: null, // already ranked (rankedEffects)
+    p99: null,
     max: (x, y) => Number(y.measured) - Number(x.measured) || y.max_effect - x.max_effect || y.impact - x.impact,
     name: (x, y) => x.line.localeCompare(y.line, "en", { numeric: true }) || x.point.localeCompare(y.point),
     samples: (x, y) => y.samples - x.samples || y.impact - x.impact,
@@ -470,16 +525,18 @@ function renderRanking() {
         if (!entry.isIntersecting) continue;
         const el = entry.target as HTMLElement;
         plotObserver!.unobserve(el);
-        const effect = effectsByCard.get(el);
-        if (effect) el.append(renderPlot(effect));
+        const draw = plotsToDraw.get(el);
+        if (draw) el.prepend(draw());
       }
     },
     { rootMargin: "400px" },
   );
-  const effects = visibleEffects(a);
+  const ranked = rankedEffects(a);
+  const effects = visibleEffects(a, ranked);
   $("effect-count").textContent =
     effects.length === a.effects.length ? `${count(a.effects.length)} line/point pairs` : `${count(effects.length)} of ${count(a.effects.length)} line/point pairs`;
-  const ranks = new Map(a.effects.map((e, i) => [e, i + 1]));
+  list.dataset.ranking = ranked !== a.effects ? "p99" : "mean";
+  const ranks = new Map(ranked.map((e, i) => [e, i + 1]));
   const points = new Map(a.points.map((p) => [pointKey(p), p]));
   effects
     .slice(0, state.shown)
@@ -519,7 +576,19 @@ function unitLinesNote(e: LineEffect, a: Analysis): HTMLElement | null {
 /** For a tooltip: the line's top callee, also when it holds less than half of its samples. */
 const calleeTitle = (c: Callee | null) => (c ? `\n${(c.share * 100).toFixed(0)}% of its sampled call stacks in ${c.function} [${c.library}]` : "");
 
-const effectsByCard = new WeakMap<Element, LineEffect>();
+/** The plots not drawn yet, by the element they go in. */
+const plotsToDraw = new WeakMap<Element, () => Node>();
+
+/** `draw()` into `el` now, or when it comes near the viewport. */
+function plotInto(el: HTMLElement, draw: () => Node, now: boolean): HTMLElement {
+  if (now) {
+    el.prepend(draw());
+  } else {
+    plotsToDraw.set(el, draw);
+    plotObserver!.observe(el);
+  }
+  return el;
+}
 
 // Undecided because it has too few experiments at a non-zero speedup for any verdict.
 const thin = (e: LineEffect) => e.label === "undecided" && e.measured_experiments < minSettleExperiments;
@@ -621,13 +690,8 @@ function card(e: LineEffect, rank: number, p: PointSummary | undefined, drawPlot
           ),
         )
       : null;
-  const plot = h("div", { class: "plot" });
-  if (drawPlot) {
-    plot.append(renderPlot(e));
-  } else {
-    effectsByCard.set(plot, e);
-    plotObserver!.observe(plot);
-  }
+  const plot = plotInto(h("div", { class: "plot" }), () => renderPlot(e), drawPlot);
+  const percentiles = state.analysis ? percentilesOf(state.analysis, e) : null;
   const el = h(
     "article",
     { class: `effect ${e.label}${thin(e) ? " thin" : ""}`, id: `effect-${rank}`, "data-line": e.line, "data-point": e.point },
@@ -664,8 +728,81 @@ function card(e: LineEffect, rank: number, p: PointSummary | undefined, drawPlot
       ),
       plot,
     ),
+    percentiles ? percentileBlock(e, percentiles.point, percentiles.line, drawPlot) : null,
   );
   return el;
+}
+
+/**
+ * Under a latency line's card: what the line 50% faster does to the requests'
+ * mean, p50, p95 and p99 (with 95% intervals), and their curves against the
+ * line's speedup (docs/analysis.md §13).
+ */
+function percentileBlock(e: LineEffect, point: PointPercentiles, lp: LinePercentiles, drawPlot: boolean): HTMLElement {
+  const half = (v: number | null) => (v === null ? null : v * 0.5);
+  const rows: Array<{ name: string; untreated: number | null; change: number | null; low: number | null; high: number | null; why: string }> = [
+    {
+      name: "mean",
+      untreated: e.baseline_ns,
+      change: half(e.slope),
+      low: half(e.slope_low),
+      high: half(e.slope_high),
+      why: "the mean latency (Little's law, from counts): its slope through the origin × 50%",
+    },
+    ...percentileNames.map((name, k) => ({
+      name,
+      untreated: point.baseline_ns[k],
+      ...lp.at_half[k],
+      why:
+        lp.at_half[k].change !== null
+          ? `the ${name} of the requests' own latencies: read off a line through the origin of log(${name}(s) / ${name}(0)) against the line's speedup s`
+          : `too few requests at this line's speedups (or at 0%) for a ${name}: a cell needs ${Math.round(2 / (1 - point.levels[k]))} (weighted) requests`,
+    })),
+  ];
+  const cls = (v: number | null) => (v === null ? "muted" : v > 0 ? "shorter" : v < 0 ? "longer" : "");
+  const table = h(
+    "table",
+    { class: "pct-table" },
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        h("th", {}, "latency"),
+        h("th", { class: "num", title: "the change with the line 50% faster: positive = shorter" }, "at 50%"),
+        h("th", { class: "num", title: "its 95% interval (pointwise)" }, "95% interval"),
+      ),
+    ),
+    h(
+      "tbody",
+      {},
+      ...rows.map((r) =>
+        h(
+          "tr",
+          { class: `pct-${r.name}`, "data-level": r.name, title: `${r.name} untreated: ${duration(r.untreated)}\n${r.why}` },
+          h("td", {}, h("i", { class: `swatch series-${r.name}` }), r.name),
+          h("td", { class: `num ${cls(r.change)}` }, h("b", {}, pct(r.change))),
+          h("td", { class: "num muted" }, r.low !== null && r.high !== null ? `${pct(r.low, 0)} … ${pct(r.high, 0)}` : "–"),
+        ),
+      ),
+    ),
+  );
+  const measured = lp.curve.reduce((n, c) => n + c.requests, 0);
+  const caption = h(
+    "div",
+    { class: "pct-caption", title: "The requests measured at this line's speedups (weighted). Each request's latency in the virtually sped-up program: its wall time less the delays inserted meanwhile (docs/analysis.md §13). Intervals are pointwise 95%: no verdict is drawn from them yet." },
+    h("b", {}, "request latency"),
+    ` with the line 50% faster · ${count(Math.round(measured))} requests`,
+  );
+  const legend = h(
+    "div",
+    { class: "pct-legend" },
+    ...["mean", ...percentileNames].map((n) => h("span", { class: "key" }, h("i", { class: `swatch series-${n}` }), n)),
+    h("span", { class: "key" }, h("i", { class: "k-bar" }), "95% interval"),
+  );
+  const plot = plotInto(h("div", { class: "plot" }, legend), () => renderPercentilePlot(e, lp), drawPlot);
+  return h("div", { class: "percentiles" }, h("div", {}, caption, table), plot);
 }
 
 // ---------- conventional profile ----------
@@ -804,6 +941,8 @@ function start() {
   // #tab=stacks (or lines, functions, blocked) opens that tab of the conventional profile.
   const tab = /tab=(lines|functions|stacks|blocked)/.exec(location.hash)?.[1] as Tab | undefined;
   if (tab) state.tab = tab;
+  // #rank=p99 ranks latency lines by their p99's change at 50% (where request histograms allow).
+  if (/rank=p99/.test(location.hash)) state.sort = "p99";
   setUpInput();
   ($("more") as HTMLButtonElement).addEventListener("click", () => {
     state.shown += pageSize;

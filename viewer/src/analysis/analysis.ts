@@ -6,6 +6,7 @@ import { Experiment, Profile, SamplingTotals } from "./profile";
 import { Callee, conventionalProfile, ConventionalProfile } from "./conventional";
 import { contendedWaitingThreads, falseDiscoveryRate, fastHandOffsPerSecond, lineDispersionPriorDof, minSettleExperiments, settleHalfWidth, speedupStepsPerUnit, z95 } from "./constants";
 import { compareStrings, kindRank } from "./order";
+import { analyzePercentiles, PointPercentiles } from "./percentiles";
 import { splitHalfStability, Stability } from "./stability";
 import { anytimeHalfWidth, decide, ranksBefore } from "./verdicts";
 
@@ -17,6 +18,8 @@ export type Label = "unmeasured" | "insufficient-data" | "positive" | "negative"
 export * from "./constants";
 export { anytimeHalfWidth, logEValue, ranksBefore } from "./verdicts";
 export type { Stability } from "./stability";
+export type { LinePercentiles, PercentileCell, PercentileChange, PointPercentiles } from "./percentiles";
+export { percentileLevels, percentileNames } from "./percentiles";
 
 export interface CurvePoint {
   line_speedup: number;
@@ -131,6 +134,8 @@ export interface Analysis {
   sampling: SamplingSummary | null; // from `sampling` records; null in older files
   points: PointSummary[];
   effects: LineEffect[];
+  /** §13: latency points with request histograms; absent when none has any (as in the C++ JSON). */
+  percentiles?: PointPercentiles[];
   profile: ConventionalProfile;
   stability: Stability[]; // §8 split halves; points order; points with measured effects only
   warnings: Warning[];
@@ -742,6 +747,7 @@ export function analyze(profile: Profile, options: AnalysisOptions = {}): Analys
     e.callee = conv.callees.get(e.line) ?? null;
   }
 
+  const percentiles = analyzePercentiles(profile.experiments);
   return {
     format: "coz-analysis",
     version: 1,
@@ -763,6 +769,7 @@ export function analyze(profile: Profile, options: AnalysisOptions = {}): Analys
     sampling: samplingSummary(profile.sampling),
     points,
     effects,
+    ...(percentiles.length > 0 ? { percentiles } : {}),
     profile: conv.profile,
     stability,
     warnings: profile.warnings.map((w) => ({ ...w })),

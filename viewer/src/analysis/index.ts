@@ -4,5 +4,6 @@ export * from "./bytes_text";
 export * from "./json_object";
 export * from "./record_line";
 export * from "./profile";
+export * from "./latency_buckets";
 export * from "./analysis";
 export * from "./conventional";

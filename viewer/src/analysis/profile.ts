@@ -2,6 +2,7 @@
 // tab-separated form and Coz's JSON-lines. Mirrors tools/analysis/profile.cpp
 // record for record (same validity rules, same warnings), and additionally
 // keeps what only the viewer shows: functions, call stacks, blocked time.
+import { decodeLatencyBuckets, latencySchemeName } from "./latency_buckets";
 import { findField, RecordLine, splitRecordLine } from "./record_line";
 
 export interface ThroughputMeasurement {
@@ -15,6 +16,12 @@ export interface LatencyMeasurement {
   departures: number;
   difference: number;
   meanInFlight: number; // < 0 when the file has none (Coz)
+}
+
+/** A `latency-histogram` record: the requests of latency point `name` measured in the experiment, by virtual latency (docs/analysis.md §13). */
+export interface LatencyHistogram {
+  name: string;
+  buckets: Array<[number, number]>; // latency_buckets.ts: (bucket, requests), increasing
 }
 
 export interface Experiment {
@@ -31,6 +38,7 @@ export interface Experiment {
   source: string; // file the experiment was read from
   throughput: ThroughputMeasurement[];
   latency: LatencyMeasurement[];
+  latencyHistograms: LatencyHistogram[];
 }
 
 export interface BlockedTime {
@@ -222,6 +230,7 @@ function parseExperiment(f: Fields, source: string): Experiment | null {
     source,
     throughput: [],
     latency: [],
+    latencyHistograms: [],
   };
   // §5.1: core figures count only whole, all three valid.
   const cores = f.lenientCount("cores");
@@ -255,6 +264,23 @@ function parseLatency(f: Fields): LatencyMeasurement | null {
   // With mean-in-flight present, Little's law does not need `difference`.
   if (mean === null || f.has("difference")) m.difference = f.signedCount("difference");
   return f.ok ? m : null;
+}
+
+function parseLatencyHistogram(f: Fields): LatencyHistogram | null {
+  const name = f.text("name");
+  const scheme = f.text("scheme");
+  const text = f.text("buckets");
+  if (!f.ok) return null;
+  if (scheme !== latencySchemeName) {
+    f.fail(`latency-histogram scheme ${scheme} unknown (this coz reads ${latencySchemeName})`);
+    return null;
+  }
+  const buckets = decodeLatencyBuckets(text);
+  if (typeof buckets === "string") {
+    f.fail(`latency-histogram buckets: ${buckets}`);
+    return null;
+  }
+  return { name, buckets };
 }
 
 class Reader {
@@ -312,6 +338,9 @@ class Reader {
     } else if (t === "latency-point") {
       const m = parseLatency(f);
       if (m) this.pointOwner(lineno)?.latency.push(m);
+    } else if (t === "latency-histogram") {
+      const hist = parseLatencyHistogram(f);
+      if (hist) this.pointOwner(lineno)?.latencyHistograms.push(hist);
     } else if (t === "samples") {
       const location = f.text("location");
       const count = f.count("count");
