@@ -30,7 +30,7 @@ OUR_KEYS = {
     "latency-point": {"mean_in_flight"},
     "samples": {"function"},
 }
-OUR_RECORDS = {"process", "experiments-stopped", "stack", "sampling", "blocked"}
+OUR_RECORDS = {"process", "experiments-stopped", "stack", "sampling", "blocked", "latency-histogram"}
 
 
 def strict_object(pairs):
