@@ -42,6 +42,7 @@
 // every test runs in well under a minute on 2 cores. The tests share the
 // machine badly (they measure time), so CMake marks them RUN_SERIAL.
 #include <filesystem>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -899,6 +900,68 @@ TEST_F(IntegrationTest, LatencyRequestLineShortensLatency) {
   log_prediction("latency handle_work at 50% (latency)", run.sped_up.program_speedup, 0.393);
   EXPECT_GT(run.sped_up.program_speedup, 0.15) << describe(run.result);
   EXPECT_LT(run.sped_up.program_speedup, 0.65) << describe(run.result);
+}
+
+// --------------------------------------------------------------------------
+// tail_latency: an acceptor thread hands requests to 2 workers through a
+// queue (COZ_BEGIN_KEY / COZ_END_KEY: begun on one thread, ended on
+// another); every request runs common_work (0.2 ms), 1.6% of them
+// slow_path_work (1 ms) too. Truth (bench/tail/run, 5 interleaved rounds of
+// plain runs): halving the slow path shortens p99 by 41% and the median by
+// 0.2%; halving the common work shortens the median by 46% and p99 by 5%.
+// What it catches: requests not paired across threads (no percentiles at
+// all), latencies without the delays subtracted (every change ~0), the slow
+// line's p99 change diluted by the other requests, the median read off the
+// tail.
+// --------------------------------------------------------------------------
+
+constexpr uint64_t kTailRequests = 20'000;  // ~5.5 s plain
+
+const analysis::LinePercentiles* percentiles_of(const analysis::Analysis& a, const std::string& line) {
+  for (const analysis::PointPercentiles& p : a.percentiles) {
+    if (p.point != "request") continue;
+    for (const analysis::LinePercentiles& l : p.lines) {
+      if (location_matches(l.line, line)) return &l;
+    }
+  }
+  return nullptr;
+}
+
+std::string describe_percentiles(const analysis::LinePercentiles& l) {
+  std::string out;
+  for (size_t k = 0; k < analysis::percentile_count; ++k) {
+    const analysis::PercentileChange& c = l.at_half[k];
+    out += fmt::format("{} {:+.1f}% [{:+.1f}, {:+.1f}]  ", analysis::percentile_name(k), 100 * c.change,
+                       100 * c.low, 100 * c.high);
+  }
+  return out;
+}
+
+// Margins: p99 > 15% and < 60%, the median within 8 points of 0.
+TEST_F(IntegrationTest, TailLatencySlowPathMovesTheP99AndNotTheMedian) {
+  const std::string line = marked_line("tail_latency.cpp", "slow_path_work");
+  const FixedLineRun run =
+      run_fixed_line({TAIL_LATENCY_EXE, "-n", std::to_string(scaled(kTailRequests))}, line, 50, "request", scratch_);
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  const analysis::LinePercentiles* l = percentiles_of(run.result, line);
+  ASSERT_NE(l, nullptr) << "no percentiles for " << line << "\n" << describe(run.result);
+  std::cerr << "[ predicted] tail_latency slow_path_work at 50%: " << describe_percentiles(*l) << "\n";
+  EXPECT_GT(l->at_half[2].change, 0.15) << describe_percentiles(*l);
+  EXPECT_LT(l->at_half[2].change, 0.60) << describe_percentiles(*l);
+  EXPECT_LT(std::abs(l->at_half[0].change), 0.08) << describe_percentiles(*l);
+}
+
+// Margins: the median > 20%, and more than p99's.
+TEST_F(IntegrationTest, TailLatencyCommonPathMovesTheMedianMoreThanTheP99) {
+  const std::string line = marked_line("tail_latency.cpp", "common_work");
+  const FixedLineRun run =
+      run_fixed_line({TAIL_LATENCY_EXE, "-n", std::to_string(scaled(kTailRequests))}, line, 50, "request", scratch_);
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  const analysis::LinePercentiles* l = percentiles_of(run.result, line);
+  ASSERT_NE(l, nullptr) << "no percentiles for " << line << "\n" << describe(run.result);
+  std::cerr << "[ predicted] tail_latency common_work at 50%: " << describe_percentiles(*l) << "\n";
+  EXPECT_GT(l->at_half[0].change, 0.20) << describe_percentiles(*l);
+  EXPECT_GT(l->at_half[0].change, l->at_half[2].change) << describe_percentiles(*l);
 }
 
 // --------------------------------------------------------------------------
