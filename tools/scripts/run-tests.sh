@@ -101,8 +101,9 @@ if [ "${COZ_SKIP_FUZZ:-0}" != 1 ]; then
   fuzz_flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
   # Each target links the sources it reads directly: a CMake configure with
   # clang would rebuild everything else for nothing. Built side by side.
-  clang++ "${fuzz_flags[@]}" -I"$top/tools/analysis" -I"$top/libcoz/json" "$top/test/fuzz/profile_reader_fuzz.cpp" \
-    "$top"/tools/analysis/*.cpp "$top/libcoz/json/json_string.cpp" -lfmt -lz -o "$fuzz_build/profile_reader_fuzz" &
+  clang++ "${fuzz_flags[@]}" -I"$top/tools/analysis" -I"$top/libcoz/json" -I"$top/libcoz/latency" \
+    "$top/test/fuzz/profile_reader_fuzz.cpp" "$top"/tools/analysis/*.cpp "$top/libcoz/json/json_string.cpp" \
+    "$top/libcoz/latency/latency_buckets.cpp" -lfmt -lz -o "$fuzz_build/profile_reader_fuzz" &
   profile_build=$!
   core="$top/libcoz/core"
   # The sources LineMap and FrameTableBuilder need (libcoz/CMakeLists.txt's coz_core, in part).
