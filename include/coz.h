@@ -124,8 +124,8 @@ static inline coz_counter_t* _coz_resolve_counter(int type, const char* name) {
 /* The counter starts UNRESOLVED; the first pass resolves it to a counter or to
  * NULL. Without the runtime every later pass is the single `!= 0` test. The
  * `if (1) {...}` shape (as in Coz) keeps `COZ_PROGRESS` valid with or without
- * a trailing semicolon. */
-#define COZ_INCREMENT_COUNTER(type, name)                                               \
+ * a trailing semicolon. `action` runs with the counter in `_coz_c`. */
+#define COZ_WITH_COUNTER_(type, name, action)                                           \
   if (1) {                                                                              \
     static coz_counter_t* _coz_counter = COZ_COUNTER_UNRESOLVED;                        \
     coz_counter_t* _coz_c = __atomic_load_n(&_coz_counter, __ATOMIC_RELAXED);           \
@@ -134,9 +134,13 @@ static inline coz_counter_t* _coz_resolve_counter(int type, const char* name) {
         _coz_c = _coz_resolve_counter(type, name);                                      \
         __atomic_store_n(&_coz_counter, _coz_c, __ATOMIC_RELAXED);                      \
       }                                                                                 \
-      if (_coz_c) _coz_count_visit(_coz_c);                                             \
+      if (_coz_c) {                                                                     \
+        action;                                                                         \
+      }                                                                                 \
     }                                                                                   \
   }
+
+#define COZ_INCREMENT_COUNTER(type, name) COZ_WITH_COUNTER_(type, name, _coz_count_visit(_coz_c))
 
 #define COZ_STR2_(x) #x
 #define COZ_STR_(x) COZ_STR2_(x)
@@ -166,21 +170,8 @@ static inline void _coz_mark_request(coz_counter_t* c, int type, uint64_t key, i
 
 /* A latency point's visit, and the request's own begin or end for the
  * point's latency percentiles (docs/analysis.md section 13). */
-#define COZ_REQUEST_(type, name, key, keyed)                                            \
-  if (1) {                                                                              \
-    static coz_counter_t* _coz_counter = COZ_COUNTER_UNRESOLVED;                        \
-    coz_counter_t* _coz_c = __atomic_load_n(&_coz_counter, __ATOMIC_RELAXED);           \
-    if (__builtin_expect(_coz_c != 0, 0)) {                                             \
-      if (_coz_c == COZ_COUNTER_UNRESOLVED) {                                           \
-        _coz_c = _coz_resolve_counter(type, name);                                      \
-        __atomic_store_n(&_coz_counter, _coz_c, __ATOMIC_RELAXED);                      \
-      }                                                                                 \
-      if (_coz_c) {                                                                     \
-        _coz_count_visit(_coz_c);                                                       \
-        _coz_mark_request(_coz_c, type, (uint64_t)(key), keyed);                        \
-      }                                                                                 \
-    }                                                                                   \
-  }
+#define COZ_REQUEST_(type, name, key, keyed) \
+  COZ_WITH_COUNTER_(type, name, _coz_count_visit(_coz_c); _coz_mark_request(_coz_c, type, (uint64_t)(key), keyed))
 
 /* Latency point: a request named `name` starts / ends here. A begin and the
  * next end of the same name on the same thread are one request. */

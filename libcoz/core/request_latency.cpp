@@ -51,40 +51,42 @@ size_t KeyedRequests::hash(const void* point, uint64_t key) {
   return static_cast<size_t>(h);
 }
 
-void KeyedRequests::begin(const void* point, uint64_t key, const RequestStart& start) {
+template <typename Visit>
+bool KeyedRequests::probe(const void* point, uint64_t key, Visit&& visit) {
   const size_t h = hash(point, key);
   Stripe& stripe = stripes_[h % stripes];
   const size_t first = (h / stripes) % per_stripe;
   FutexGuard guard(stripe.lock);
+  for (size_t i = 0; i < per_stripe; ++i) {
+    if (visit(stripe.entries[(first + i) % per_stripe])) return true;
+  }
+  return false;
+}
+
+void KeyedRequests::begin(const void* point, uint64_t key, const RequestStart& start) {
   // The first entry not in use in this window. A key begun again before its
   // end (an abandoned request) is not looked for: its older entry, if it
   // comes first, pairs with the end, and frees with the window.
-  for (size_t i = 0; i < per_stripe; ++i) {
-    Entry& e = stripe.entries[(first + i) % per_stripe];
-    if (e.start.window != 0 && e.start.window == start.window) continue;
+  const bool placed = probe(point, key, [&](Entry& e) {
+    if (e.start.window != 0 && e.start.window == start.window) return false;
     e.point = point;
     e.key = key;
     e.start = start;
-    return;
-  }
-  dropped_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  });
+  if (!placed) dropped_.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::optional<RequestStart> KeyedRequests::end(const void* point, uint64_t key, uint64_t window) {
-  const size_t h = hash(point, key);
-  Stripe& stripe = stripes_[h % stripes];
-  const size_t first = (h / stripes) % per_stripe;
-  FutexGuard guard(stripe.lock);
-  for (size_t i = 0; i < per_stripe; ++i) {
-    Entry& e = stripe.entries[(first + i) % per_stripe];
-    if (e.point == nullptr) break;
-    if (e.point == point && e.key == key && e.start.window == window) {
-      const RequestStart start = e.start;
-      e.start.window = 0;  // free; `point` stays set, so later probes go on past it
-      return start;
-    }
-  }
-  return std::nullopt;
+  std::optional<RequestStart> found;
+  probe(point, key, [&](Entry& e) {
+    if (e.point == nullptr) return true;  // never used: no entry of this key lies further on
+    if (e.point != point || e.key != key || e.start.window != window) return false;
+    found = e.start;
+    e.start.window = 0;  // free; `point` stays set, so later probes go on past it
+    return true;
+  });
+  return found;
 }
 
 }  // namespace coz

@@ -99,6 +99,10 @@ class KeyedRequests {
     std::array<Entry, per_stripe> entries{};
   };
   static size_t hash(const void* point, uint64_t key);
+  /// Visits the entries of (point, key)'s probe sequence in order, under its
+  /// stripe's lock, until `visit` returns true; whether one did.
+  template <typename Visit>
+  bool probe(const void* point, uint64_t key, Visit&& visit);
 
   std::array<Stripe, stripes> stripes_{};
   std::atomic<uint64_t> dropped_{0};
