@@ -71,12 +71,6 @@ namespace {
 
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
-int speedup_bucket(double speedup) {
-  return static_cast<int>(std::lround(speedup * speedup_steps_per_unit));
-}
-
-double bucket_speedup(int bucket) { return static_cast<double>(bucket) / speedup_steps_per_unit; }
-
 // One experiment's record for one point (docs/analysis.md section 2).
 struct Observation {
   const std::string* line;

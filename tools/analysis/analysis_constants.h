@@ -1,7 +1,9 @@
-// The analysis's constants (docs/analysis.md), apart so that the parts of
-// the analysis in files of their own (percentiles.h) share them.
+// The analysis's constants and its grid of speedups (docs/analysis.md), apart
+// so that the parts of the analysis in files of their own (percentiles.h)
+// share them.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <limits>
 
@@ -18,6 +20,9 @@ constexpr double settle_half_width = 0.025;
 constexpr double material_line_speedup = 0.5;
 /// The runtime picks line speedups in 5% steps; estimates are pooled per step.
 constexpr int speedup_steps_per_unit = 20;
+/// The step of an experiment's speedup (0.24 and 0.26 pool with 0.25), and back.
+inline int speedup_bucket(double speedup) { return static_cast<int>(std::lround(speedup * speedup_steps_per_unit)); }
+inline double bucket_speedup(int bucket) { return static_cast<double>(bucket) / speedup_steps_per_unit; }
 /// Split-half stability compares this many top lines of each point.
 constexpr size_t stability_top = 5;
 /// The local baseline compares each experiment with this many 0% experiments,

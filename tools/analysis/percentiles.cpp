@@ -160,8 +160,6 @@ PercentileChange change_from(double log_ratio, double se) {
   return c;
 }
 
-int bucket_of_speedup(double speedup) { return static_cast<int>(std::lround(speedup * speedup_steps_per_unit)); }
-
 }  // namespace
 
 std::vector<PointPercentiles> analyze_percentiles(const Profile& profile) {
@@ -181,7 +179,7 @@ std::vector<PointPercentiles> analyze_percentiles(const Profile& profile) {
     std::map<std::string, std::map<int, Cell>> lines;  // line -> speedup step -> cell
     for (const auto& [e, requests] : experiments) {
       point.requests += requests.requests;
-      const int step = bucket_of_speedup(e->speedup);
+      const int step = speedup_bucket(e->speedup);
       if (step == 0) baseline.add(requests);
       else lines[e->selected][step].add(requests);
     }
@@ -204,7 +202,7 @@ std::vector<PointPercentiles> analyze_percentiles(const Profile& profile) {
       std::vector<const Cell*> line_cells;
       for (const auto& [step, cell] : steps) {
         PercentileCell pc;
-        pc.line_speedup = static_cast<double>(step) / speedup_steps_per_unit;
+        pc.line_speedup = bucket_speedup(step);
         pc.experiments = cell.experiments.size();
         pc.requests = cell.weight;
         lp.curve.push_back(pc);
