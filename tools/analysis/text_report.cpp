@@ -391,7 +391,7 @@ class Writer {
                         pad_right(shorten_left(printable(l.line), line_width_), line_width_);
       for (const PercentileChange& c : l.at_half) {
         const bool known = std::isfinite(c.change);
-        row += pad_left(!known ? "-" : with_half_width(c.change, (c.low - c.high) / -2), impact_width);
+        row += pad_left(!known ? "-" : with_half_width(c.change, (c.high - c.low) / 2), impact_width);
       }
       out_ << row << '\n';
     }
