@@ -17,28 +17,16 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-browser="$(command -v chromium || command -v chromium-browser || true)"
-if [ -z "$browser" ]; then
-  echo "SKIP: chromium is not installed (tools/scripts/install-deps.sh installs it)"
-  exit 77
-fi
-
 rm -rf "$out"
 mkdir -p "$out"
+. "$(dirname "$0")/chromium.sh"
 report="$out/report.html"
 printed="$("$coz" plot "${profiles[@]}" -o "$report")"
 [ "$printed" = "$report" ] || { echo "FAIL: coz plot printed '$printed', expected '$report'"; exit 1; }
 
-chrome() {
-  # A fresh user-data-dir per run; no network, no first-run or sync machinery.
-  timeout 90 "$browser" --headless --no-sandbox --disable-gpu --disable-background-networking \
-    --disable-component-update --disable-sync --no-first-run --disable-default-apps \
-    --user-data-dir="$(mktemp -d "$out/chrome.XXXXXX")" --virtual-time-budget=10000 \
-    --window-size=1400,1100 "$@" 2>"$out/chromium.log"
-}
 url="file://$(realpath "$report")"
-chrome --dump-dom "$url" >"$out/dom.html"
-chrome --screenshot="$out/screenshot.png" "$url" >/dev/null
+chrome 1400,1100 --dump-dom "$url" >"$out/dom.html"
+chrome 1400,1100 --screenshot="$out/screenshot.png" "$url" >/dev/null
 
 fail() { echo "FAIL: $1 (DOM: $out/dom.html)"; exit 1; }
 dom="$out/dom.html"
@@ -102,11 +90,11 @@ if grep -qE '^sampling.*steal=.*machine-time=' "${profiles[@]}"; then
   grep -q 'id="steal"' "$dom" || fail "no warning of the steal time the sampling records give"
 fi
 if grep -q '^stack' "${profiles[@]}"; then
-  chrome --dump-dom "$url#tab=stacks" >"$out/dom-stacks.html"
+  chrome 1400,1100 --dump-dom "$url#tab=stacks" >"$out/dom-stacks.html"
   grep -q 'id="flame-graph"' "$out/dom-stacks.html" || fail "no flame graph from the stack records"
   if [ -n "$callees" ]; then
     grep -q 'class="frame callee"' "$out/dom-stacks.html" || fail "callee frames are not marked in the flame graph"
   fi
-  chrome --screenshot="$out/screenshot-stacks.png" "$url#tab=stacks" >/dev/null
+  chrome 1400,1100 --screenshot="$out/screenshot-stacks.png" "$url#tab=stacks" >/dev/null
 fi
 echo "ok: $(grep -o 'class="effect ' "$dom" | wc -l) ranked cards, $(grep -o 'class="curve-plot"' "$dom" | wc -l) plots drawn; screenshot $out/screenshot.png"

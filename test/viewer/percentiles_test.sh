@@ -12,22 +12,17 @@
 set -euo pipefail
 coz="$1" node="$2" out="$3" profile="$4" plain="${5:-}"
 
-browser="$(command -v chromium || command -v chromium-browser || true)"
-if [ -z "$browser" ]; then
-  echo "SKIP: chromium is not installed (tools/scripts/install-deps.sh installs it)"
-  exit 77
-fi
-
 rm -rf "$out"
 mkdir -p "$out"
+. "$(dirname "$0")/chromium.sh"
 fail() { echo "FAIL: $1"; exit 1; }
 
-chrome() {
-  # A fresh user-data-dir per run; no network, no first-run or sync machinery.
-  timeout 90 "$browser" --headless --no-sandbox --disable-gpu --disable-background-networking \
-    --disable-component-update --disable-sync --no-first-run --disable-default-apps \
-    --user-data-dir="$(mktemp -d "$out/chrome.XXXXXX")" --virtual-time-budget=10000 \
-    --window-size=1400,1800 "$@" 2>>"$out/chromium.log"
+# render PAGE DOM SHOT: the page's DOM after the viewer ran, in $out/DOM.html,
+# and its screenshot, $out/SHOT.png; fails unless the viewer started.
+render() {
+  chrome 1400,1800 --dump-dom "file://$(realpath "$1")" >"$out/$2.html"
+  chrome 1400,1800 --screenshot="$out/$3.png" "file://$(realpath "$1")" >/dev/null
+  grep -q 'data-ready="true"' "$out/$2.html" || fail "the viewer did not start on $1 (DOM: $out/$2.html)"
 }
 
 # The lines in the C++'s mean ranking and in its p99 ranking, one per line.
@@ -62,10 +57,8 @@ switched="$out/report-p99.html"
 
 order() { grep -o '<article class="effect [^"]*" id="effect-[0-9]*" data-line="[^"]*"' "$1" | sed -E 's/.*data-line="([^"]*)"/\1/'; }
 
+render "$report" dom screenshot
 dom="$out/dom.html"
-chrome --dump-dom "file://$(realpath "$report")" >"$dom"
-chrome --screenshot="$out/screenshot.png" "file://$(realpath "$report")" >/dev/null
-grep -q 'data-ready="true"' "$dom" || fail "the viewer did not start (DOM: $dom)"
 order "$dom" >"$out/page-mean-order.txt"
 diff -u "$out/mean-order.txt" "$out/page-mean-order.txt" || fail "the page's ranking is not coz report's (DOM: $dom)"
 # Every latency line: a percentile block with the mean, p50, p95 and p99 at 50%.
@@ -90,9 +83,8 @@ grep -q '<option value="impact"[^>]*>ranking</option><option value="p99" id="sor
   fail "no p99 ranking after the mean ranking in the sort control (DOM: $dom)"
 
 # Switched to the p99 ranking through the control: the lines in the C++'s p99 order.
+render "$switched" dom-p99 screenshot-p99
 dom_p99="$out/dom-p99.html"
-chrome --dump-dom "file://$(realpath "$switched")" >"$dom_p99"
-chrome --screenshot="$out/screenshot-p99.png" "file://$(realpath "$switched")" >/dev/null
 grep -q 'data-switched="p99"' "$dom_p99" || fail "the sort control did not take the p99 ranking (DOM: $dom_p99)"
 order "$dom_p99" >"$out/page-p99-order.txt"
 diff -u "$out/p99-order.txt" "$out/page-p99-order.txt" || fail "ranked by p99, the lines are not in coz report's p99 order (DOM: $dom_p99)"
@@ -102,7 +94,7 @@ grep -q 'id="ranking" data-ranking="mean"' "$dom" || fail "the first ranking is 
 # A profile without request histograms offers no p99 ranking.
 if [ -n "$plain" ]; then
   "$coz" plot "$plain" -o "$out/plain.html" >/dev/null
-  chrome --dump-dom "file://$(realpath "$out/plain.html")" >"$out/dom-plain.html"
+  chrome 1400,1800 --dump-dom "file://$(realpath "$out/plain.html")" >"$out/dom-plain.html"
   grep -q 'data-ready="true"' "$out/dom-plain.html" || fail "the viewer did not start on $plain"
   grep -q 'id="sort-p99"' "$out/dom-plain.html" && fail "a p99 ranking is offered without request histograms"
   grep -q 'class="percentiles"' "$out/dom-plain.html" && fail "percentiles shown without request histograms"
