@@ -917,16 +917,6 @@ TEST_F(IntegrationTest, LatencyRequestLineShortensLatency) {
 
 constexpr uint64_t kTailRequests = 20'000;  // ~5.5 s plain
 
-const analysis::LinePercentiles* percentiles_of(const analysis::Analysis& a, const std::string& line) {
-  for (const analysis::PointPercentiles& p : a.percentiles) {
-    if (p.point != "request") continue;
-    for (const analysis::LinePercentiles& l : p.lines) {
-      if (location_matches(l.line, line)) return &l;
-    }
-  }
-  return nullptr;
-}
-
 std::string describe_percentiles(const analysis::LinePercentiles& l) {
   std::string out;
   for (size_t k = 0; k < analysis::percentile_count; ++k) {
@@ -937,31 +927,54 @@ std::string describe_percentiles(const analysis::LinePercentiles& l) {
   return out;
 }
 
+/// tail_latency with its line `marker` at a fixed 50%: that line's
+/// percentiles of "request" (`error` set when there are none), and what
+/// they read, for the failure messages.
+struct TailRun {
+  std::string error;
+  analysis::LinePercentiles line;
+  std::string seen;
+};
+
+TailRun profile_tail_latency(const std::string& marker, const TempDir& scratch) {
+  const std::string line = marked_line("tail_latency.cpp", marker);
+  const FixedLineRun run =
+      run_fixed_line({TAIL_LATENCY_EXE, "-n", std::to_string(scaled(kTailRequests))}, line, 50, "request", scratch);
+  TailRun tail;
+  if (!run.error.empty()) {
+    tail.error = run.error;
+    return tail;
+  }
+  for (const analysis::PointPercentiles& p : run.result.percentiles) {
+    for (const analysis::LinePercentiles& l : p.lines) {
+      if (p.point != "request" || !location_matches(l.line, line)) continue;
+      tail.line = l;
+      tail.seen = describe_percentiles(l);
+      std::cerr << "[ predicted] tail_latency " << marker << " at 50%: " << tail.seen << "\n";
+      return tail;
+    }
+  }
+  tail.error = "no percentiles for " + line + "\n" + describe(run.result);
+  return tail;
+}
+
 // Margins: p99 > 15% and < 60%, the median within 8 points of 0.
 TEST_F(IntegrationTest, TailLatencySlowPathMovesTheP99AndNotTheMedian) {
-  const std::string line = marked_line("tail_latency.cpp", "slow_path_work");
-  const FixedLineRun run =
-      run_fixed_line({TAIL_LATENCY_EXE, "-n", std::to_string(scaled(kTailRequests))}, line, 50, "request", scratch_);
+  const TailRun run = profile_tail_latency("slow_path_work", scratch_);
   ASSERT_TRUE(run.error.empty()) << run.error;
-  const analysis::LinePercentiles* l = percentiles_of(run.result, line);
-  ASSERT_NE(l, nullptr) << "no percentiles for " << line << "\n" << describe(run.result);
-  std::cerr << "[ predicted] tail_latency slow_path_work at 50%: " << describe_percentiles(*l) << "\n";
-  EXPECT_GT(l->at_half[2].change, 0.15) << describe_percentiles(*l);
-  EXPECT_LT(l->at_half[2].change, 0.60) << describe_percentiles(*l);
-  EXPECT_LT(std::abs(l->at_half[0].change), 0.08) << describe_percentiles(*l);
+  const auto& at_half = run.line.at_half;
+  EXPECT_GT(at_half[2].change, 0.15) << run.seen;
+  EXPECT_LT(at_half[2].change, 0.60) << run.seen;
+  EXPECT_LT(std::abs(at_half[0].change), 0.08) << run.seen;
 }
 
 // Margins: the median > 20%, and more than p99's.
 TEST_F(IntegrationTest, TailLatencyCommonPathMovesTheMedianMoreThanTheP99) {
-  const std::string line = marked_line("tail_latency.cpp", "common_work");
-  const FixedLineRun run =
-      run_fixed_line({TAIL_LATENCY_EXE, "-n", std::to_string(scaled(kTailRequests))}, line, 50, "request", scratch_);
+  const TailRun run = profile_tail_latency("common_work", scratch_);
   ASSERT_TRUE(run.error.empty()) << run.error;
-  const analysis::LinePercentiles* l = percentiles_of(run.result, line);
-  ASSERT_NE(l, nullptr) << "no percentiles for " << line << "\n" << describe(run.result);
-  std::cerr << "[ predicted] tail_latency common_work at 50%: " << describe_percentiles(*l) << "\n";
-  EXPECT_GT(l->at_half[0].change, 0.20) << describe_percentiles(*l);
-  EXPECT_GT(l->at_half[0].change, l->at_half[2].change) << describe_percentiles(*l);
+  const auto& at_half = run.line.at_half;
+  EXPECT_GT(at_half[0].change, 0.20) << run.seen;
+  EXPECT_GT(at_half[0].change, at_half[2].change) << run.seen;
 }
 
 // --------------------------------------------------------------------------
