@@ -4,7 +4,7 @@
 // Hand-written SVG: a few hundred elements, no chart library needed.
 import { CurvePoint, LineEffect, LinePercentiles, percentileNames } from "../analysis/analysis";
 import { s } from "./dom";
-import { pct } from "./format";
+import { count, pct } from "./format";
 
 const W = 460;
 const H = 230;
@@ -144,7 +144,7 @@ interface Series {
  * percentile, 1 - q(s) / q(0) (positive: shorter), with their 95% intervals as bars.
  */
 export function renderPercentilePlot(e: LineEffect, lp: LinePercentiles): SVGSVGElement {
-  const many = (n: number, what: string) => `${n.toLocaleString("en-US")} ${what}${n === 1 ? "" : "s"}`;
+  const many = (n: number, what: string) => `${count(n)} ${what}${n === 1 ? "" : "s"}`;
   const series: Series[] = [
     {
       name: "mean",
